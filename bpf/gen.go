@@ -1,0 +1,3 @@
+// Code generation for the BPF objects. Run `make generate` (needs clang-16).
+package bpf
+
