@@ -20,4 +20,7 @@ type Record struct {
 	SLAMet    bool         // reported
 	Model     string       // version of the model that decided
 	Next      policy.State // node state when the outcome arrived (for the bootstrapped target)
+	// TimedOut marks a task whose outcome never came within the agent's queue
+	// timeout; LatencyMs is then the timeout and SLAMet is false.
+	TimedOut bool
 }

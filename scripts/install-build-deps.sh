@@ -5,7 +5,7 @@
 # (bpftrace, perf, chromium, an HTTP/3 client, protoc). Idempotent: packages
 # already present are not fetched again.
 set -euo pipefail
-pkgs=(clang-16 llvm-16 libbpf-dev bpftool protobuf-compiler bpftrace linux-perf chromium ngtcp2-client)
+pkgs=(clang-16 llvm-16 libbpf-dev bpftool protobuf-compiler bpftrace linux-perf chromium ngtcp2-client gcc)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

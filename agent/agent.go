@@ -1,0 +1,317 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/triage-agent/triage/agent/serve"
+	"github.com/triage-agent/triage/agent/state"
+	"github.com/triage-agent/triage/experience"
+	"github.com/triage-agent/triage/flamegraph"
+	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/defaultmodel"
+	"github.com/triage-agent/triage/wire"
+)
+
+// Agent is a running daemon. New builds and binds everything; Run serves
+// until its context ends; Close releases what New took.
+type Agent struct {
+	cfg Config
+	log *slog.Logger
+
+	model   *policy.Reloader
+	shadow  *shadowEval
+	batch   *batcher
+	tracker *tracker         // the tasks in flight: feature 0 and the experience log
+	asm     *state.Assembler // the state vectors and the class statistics
+	signals NodeSignals
+	node    atomic.Pointer[nodeSnapshot]
+	epoch   atomic.Uint64
+	exp     *experience.Writer
+	store   *flamegraph.Store
+	prof    profiler
+	server  *serve.Server
+	admin   *http.Server
+	adminLn net.Listener
+	metrics *metrics
+
+	lastSwap  atomic.Int64 // unix nanos of the last model swap
+	expErrLog atomic.Int64 // unix nanos of the last logged experience error
+	ready     atomic.Bool
+	closeOnce sync.Once
+	runCancel context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// nodeSnapshot is the node part of every state vector (reading.Node),
+// refreshed every StateInterval so that deciding a task reads memory, not
+// the kernel.
+type nodeSnapshot struct {
+	reading NodeReading
+	wire    *wire.NodeState
+}
+
+// profiler is what the agent needs of the flame-graph recorder.
+type profiler interface {
+	Run(ctx context.Context, store *flamegraph.Store, interval time.Duration) error
+	Close() error
+}
+
+// Run builds an agent from cfg and serves until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	a, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+// New loads the model, starts the node signals, opens the experience log and
+// the flame-graph store, and binds the QUIC and admin ports. Nothing is
+// served until Run.
+func New(cfg Config) (a *Agent, err error) {
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	a = &Agent{
+		cfg: cfg, log: cfg.Logger, tracker: newTracker(cfg.TaskTimeout, cfg.MaxPending),
+		asm: state.NewAssembler(state.Config{QueueCapacity: cfg.QueueCap}),
+	}
+	built := a // the named result is nil on an error return
+	defer func() {
+		if err != nil {
+			built.Close()
+		}
+	}()
+	a.metrics = newMetrics(a)
+
+	pcfg := policy.Config{Device: cfg.Device, LibraryPath: cfg.ORTLibrary, Logger: cfg.Logger}
+	var sess *policy.Session
+	if cfg.ModelPath != "" {
+		sess, err = policy.LoadFile(cfg.ModelPath, pcfg)
+	} else {
+		sess, err = policy.LoadBytes(defaultmodel.Bytes(), pcfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the model: %w", err)
+	}
+	a.model, err = policy.NewReloader(sess, pcfg,
+		policy.OnSwap(func(old, new policy.Metadata) {
+			a.lastSwap.Store(time.Now().UnixNano())
+			a.log.Info("model swapped", "old", old.Version, "new", new.Version)
+			a.metrics.modelChanged(new.Version, a.model.Device())
+		}),
+		policy.OnReloadError(func(path string, err error) {
+			a.log.Error("model reload refused; the running model keeps serving", "path", path, "serving", a.model.Version(), "err", err)
+			a.metrics.reloadFailures.Inc()
+		}))
+	if err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("starting the model reloader: %w", err)
+	}
+	a.metrics.modelChanged(a.model.Version(), a.model.Device())
+	if cfg.ShadowModelPath != "" {
+		if a.shadow, err = newShadow(cfg.ShadowModelPath, pcfg, a.log); err != nil {
+			return nil, err
+		}
+	}
+	a.batch = newBatcher(a.model, cfg.BatchWindow, cfg.MaxBatch, a.metrics.observeBatch)
+
+	a.signals = cfg.Signals
+	if a.signals == nil {
+		a.signals = newDefaultSignals(cfg, a.asm, a.log)
+	}
+	a.refreshNode(time.Now())
+
+	if cfg.ExperienceDir != "" {
+		opts := cfg.ExperienceOptions
+		if opts.Logger == nil {
+			opts.Logger = a.log
+		}
+		if a.exp, err = experience.Open(cfg.ExperienceDir, opts); err != nil {
+			return nil, fmt.Errorf("opening the experience log: %w", err)
+		}
+	}
+	if cfg.FlamegraphDir != "" {
+		if a.store, err = flamegraph.NewStore(flamegraph.StoreConfig{Dir: cfg.FlamegraphDir, MaxBytes: cfg.FlamegraphMaxBytes}); err != nil {
+			return nil, fmt.Errorf("opening the flame-graph store: %w", err)
+		}
+		if !cfg.NoEBPF {
+			a.prof = newProfiler(a.log)
+		}
+	}
+
+	scfg, err := a.serveConfig()
+	if err != nil {
+		return nil, err
+	}
+	if a.server, err = serve.New(scfg, a); err != nil {
+		return nil, fmt.Errorf("starting the QUIC endpoint: %w", err)
+	}
+	if a.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
+		return nil, fmt.Errorf("listening for admin HTTP on %s: %w", cfg.AdminAddr, err)
+	}
+	a.admin = &http.Server{Handler: a.adminHandler(), ReadHeaderTimeout: 5 * time.Second}
+	return a, nil
+}
+
+func (a *Agent) serveConfig() (serve.Config, error) {
+	c := serve.Config{
+		Addr: a.cfg.QUICAddr, Tokens: a.cfg.Tokens, InsecureListenAny: a.cfg.InsecureListenAny, Logger: a.log,
+	}
+	if a.cfg.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(a.cfg.TLSCertFile, a.cfg.TLSKeyFile)
+		if err != nil {
+			return c, fmt.Errorf("loading the TLS certificate: %w", err)
+		}
+		c.Certificate = &cert
+	}
+	if a.cfg.ClientCAFile != "" {
+		pem, err := os.ReadFile(a.cfg.ClientCAFile)
+		if err != nil {
+			return c, fmt.Errorf("reading the client CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return c, fmt.Errorf("%w: %s holds no PEM certificate", ErrConfig, a.cfg.ClientCAFile)
+		}
+		c.ClientCAs = pool
+	}
+	return c, nil
+}
+
+// QUICAddr is the bound UDP address of the endpoint.
+func (a *Agent) QUICAddr() net.Addr { return a.server.Addr() }
+
+// AdminAddr is the bound TCP address of the admin server.
+func (a *Agent) AdminAddr() net.Addr { return a.adminLn.Addr() }
+
+// Fingerprint is the hex SHA-256 of the endpoint's certificate, for pinning.
+func (a *Agent) Fingerprint() string { return a.server.Fingerprint() }
+
+// ModelVersion is the version of the model serving now.
+func (a *Agent) ModelVersion() string { return a.model.Version() }
+
+// Run serves QUIC and admin HTTP, refreshes the node state, watches the
+// model file and records flame graphs until ctx ends, then closes the agent.
+func (a *Agent) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	a.runCancel = cancel
+	defer a.Close()
+	errc := make(chan error, 2)
+	a.wg.Add(2)
+	go func() {
+		defer a.wg.Done()
+		if err := a.server.Serve(); err != nil && !errors.Is(err, serve.ErrClosed) {
+			errc <- fmt.Errorf("QUIC endpoint: %w", err)
+		}
+	}()
+	go func() {
+		defer a.wg.Done()
+		if err := a.admin.Serve(a.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("admin HTTP: %w", err)
+		}
+	}()
+	a.goLoop(ctx, a.stateLoop)
+	if a.cfg.ModelPath != "" {
+		a.goLoop(ctx, func(ctx context.Context) { a.model.Watch(ctx, a.cfg.ModelPath, a.cfg.ModelWatchInterval) })
+	}
+	if a.shadow != nil {
+		a.goLoop(ctx, a.shadow.run)
+	}
+	if a.prof != nil {
+		a.goLoop(ctx, func(ctx context.Context) {
+			if err := a.prof.Run(ctx, a.store, a.cfg.FlamegraphInterval); err != nil {
+				a.log.Warn("flame-graph recorder stopped", "err", err)
+			}
+		})
+	}
+	a.ready.Store(true)
+	a.log.Info("triage agent serving",
+		"quic", a.QUICAddr().String(), "admin", a.AdminAddr().String(), "model", a.model.Version(),
+		"device", a.model.Device(), "fingerprint", a.Fingerprint(), "experience", a.cfg.ExperienceDir,
+		"flamegraphs", a.cfg.FlamegraphDir, "node", a.cfg.NodeName)
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+func (a *Agent) goLoop(ctx context.Context, f func(context.Context)) {
+	a.wg.Add(1)
+	go func() { defer a.wg.Done(); f(ctx) }()
+}
+
+// stateLoop refreshes the node snapshot and times out lost tasks.
+func (a *Agent) stateLoop(ctx context.Context) {
+	t := time.NewTicker(a.cfg.StateInterval)
+	defer t.Stop()
+	var expired []*pendingTask
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			a.refreshNode(now)
+			expired = a.tracker.expire(now, expired[:0])
+			for _, p := range expired {
+				a.timedOut(p, now)
+			}
+		}
+	}
+}
+
+// Close stops serving and releases everything; safe to call more than once.
+func (a *Agent) Close() error {
+	var errs []error
+	a.closeOnce.Do(func() {
+		a.ready.Store(false)
+		if a.runCancel != nil {
+			a.runCancel()
+		}
+		if a.server != nil {
+			a.server.Close()
+		}
+		if a.admin != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			a.admin.Shutdown(ctx)
+			cancel()
+		}
+		if a.adminLn != nil {
+			a.adminLn.Close() // Shutdown closes it only if Serve ran
+		}
+		a.wg.Wait()
+		if a.batch != nil {
+			a.batch.close()
+		}
+		if a.prof != nil {
+			errs = append(errs, a.prof.Close())
+		}
+		if a.shadow != nil {
+			errs = append(errs, a.shadow.close())
+		}
+		if a.exp != nil {
+			errs = append(errs, a.exp.Close())
+		}
+		if a.signals != nil {
+			errs = append(errs, a.signals.Close())
+		}
+		if a.model != nil {
+			errs = append(errs, a.model.Close())
+		}
+	})
+	return errors.Join(errs...)
+}

@@ -1,0 +1,164 @@
+// Package agent is the triage daemon: it wires the node signals, the state
+// assembly, the policy (with hot reload and shadow evaluation), the QUIC
+// endpoint, the experience log, the flame-graph recorder and the admin HTTP
+// server into one process, and runs the decision loop between them.
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/triage-agent/triage/experience"
+)
+
+// Config configures the agent. Its zero value runs the defaults of
+// DESIGN.md: QUIC on :4433 (loopback only unless client authentication or
+// InsecureListenAny is set), admin HTTP on :9090, a self-signed
+// certificate, device auto, the embedded model, every probe the kernel
+// supports.
+type Config struct {
+	// QUICAddr is the UDP address of the endpoint; "" applies the endpoint's
+	// rule (127.0.0.1:4433 without client authentication, :4433 with it).
+	QUICAddr string
+	// AdminAddr is the TCP address of the admin HTTP server; "" means ":9090".
+	AdminAddr string
+
+	// ModelPath is the ONNX model to serve and to watch for hot reload; ""
+	// serves the embedded default model.
+	ModelPath string
+	// ModelWatchInterval is how often ModelPath is checked; default 1s.
+	ModelWatchInterval time.Duration
+	// ShadowModelPath, when set, is a candidate model that decides on every
+	// request in shadow (never served); promote it with POST /admin/promote.
+	ShadowModelPath string
+	// Device is auto, cpu or cuda; ORTLibrary the ONNX Runtime library ("" finds it).
+	Device     string
+	ORTLibrary string
+
+	// TLS and client authentication of the endpoint.
+	TLSCertFile, TLSKeyFile string
+	ClientCAFile            string
+	Tokens                  []string
+	InsecureListenAny       bool
+
+	// ExperienceDir is where outcomes are logged. "" means
+	// /var/lib/triage/experience when that can be created, else no log
+	// (with a warning); "-" disables the log.
+	ExperienceDir     string
+	ExperienceOptions experience.Options
+	// FlamegraphDir keeps the recorded windows; "" means
+	// /var/lib/triage/flamegraphs when that can be created; "-" disables
+	// the recorder. FlamegraphInterval is a window's length; default 1m.
+	FlamegraphDir      string
+	FlamegraphInterval time.Duration
+	FlamegraphMaxBytes int64
+
+	// NodeName labels metrics and node-state snapshots (the DaemonSet sets
+	// it from the downward API); "" means the host name.
+	NodeName string
+
+	// BatchWindow is how long the decision loop waits for more requests
+	// after the first one of a batch. 0 (the default) batches only what
+	// arrived while the previous batch ran: no added latency when idle,
+	// large batches under load. MaxBatch caps a batch; default 512.
+	BatchWindow time.Duration
+	MaxBatch    int
+	// QueueCap is the denominator of feature 0 (queue fill); default 256.
+	QueueCap int
+	// TaskTimeout ends the tracking of a task whose outcome never came; it
+	// is logged as timed out. Default 30s. MaxPending bounds the tracked
+	// tasks; default 65536 (the oldest is timed out early beyond it).
+	TaskTimeout time.Duration
+	MaxPending  int
+	// StateInterval is how often the node-state snapshot is refreshed; default 100ms.
+	StateInterval time.Duration
+
+	// NoEBPF turns every eBPF probe off: the node signals come from procfs
+	// alone (as on a kernel without BTF or without the capabilities).
+	NoEBPF bool
+	// Signals replaces the node-signal source (tests, embedding); nil builds
+	// the default one.
+	Signals NodeSignals
+
+	Logger *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultAdminAddr     = ":9090"
+	DefaultStateDir      = "/var/lib/triage"
+	DefaultMaxBatch      = 512
+	DefaultQueueCap      = 256
+	DefaultTaskTimeout   = 30 * time.Second
+	DefaultMaxPending    = 65536
+	DefaultStateInterval = 100 * time.Millisecond
+	DefaultFGInterval    = time.Minute
+	disabledDir          = "-"
+)
+
+// ErrConfig reports a Config that cannot run.
+var ErrConfig = errors.New("agent: bad config")
+
+func (c Config) withDefaults() (Config, error) {
+	if c.AdminAddr == "" {
+		c.AdminAddr = DefaultAdminAddr
+	}
+	if c.ModelWatchInterval <= 0 {
+		c.ModelWatchInterval = time.Second
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.QueueCap <= 0 {
+		c.QueueCap = DefaultQueueCap
+	}
+	if c.TaskTimeout <= 0 {
+		c.TaskTimeout = DefaultTaskTimeout
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = DefaultMaxPending
+	}
+	if c.StateInterval <= 0 {
+		c.StateInterval = DefaultStateInterval
+	}
+	if c.FlamegraphInterval <= 0 {
+		c.FlamegraphInterval = DefaultFGInterval
+	}
+	if c.BatchWindow < 0 || c.BatchWindow > 10*time.Millisecond {
+		return c, fmt.Errorf("%w: batch window %v must be within 0..10ms (it adds to every decision's latency)", ErrConfig, c.BatchWindow)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return c, fmt.Errorf("%w: --tls-cert and --tls-key go together", ErrConfig)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.NodeName == "" {
+		c.NodeName, _ = os.Hostname()
+	}
+	c.ExperienceDir = defaultDir(c.ExperienceDir, "experience", c.Logger)
+	c.FlamegraphDir = defaultDir(c.FlamegraphDir, "flamegraphs", c.Logger)
+	return c, nil
+}
+
+// defaultDir resolves a state directory: "-" is off, "" is the default
+// under DefaultStateDir when it can be created (else off, with a warning,
+// so an unprivileged `triage agent` still starts).
+func defaultDir(dir, name string, log *slog.Logger) string {
+	switch dir {
+	case disabledDir:
+		return ""
+	case "":
+		d := filepath.Join(DefaultStateDir, name)
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			log.Warn("state directory unavailable; running without it", "dir", d, "err", err)
+			return ""
+		}
+		return d
+	}
+	return dir
+}

@@ -1,0 +1,205 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/triage-agent/triage/agent/state"
+	"github.com/triage-agent/triage/experience"
+	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/wire"
+)
+
+// The agent is the endpoint's serve.Backend.
+
+type decideScratch struct {
+	states []policy.State
+	out    []policy.Decision
+}
+
+var scratchPool = sync.Pool{New: func() any { return &decideScratch{} }}
+
+// descriptor is what the agent uses of a task's descriptor.
+func descriptor(t *wire.Task) state.Descriptor {
+	return state.Descriptor{Class: className(t), SLAMs: float64(t.GetSlaMs()), CostMs: float64(t.GetCostMs())}
+}
+
+// Decide implements serve.Backend: one state vector per task, one batched
+// model call shared with every other client's tasks, one decision each.
+func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decision, string, uint64, error) {
+	start := time.Now()
+	node := a.node.Load()
+	if len(tasks) == 0 {
+		return nil, a.model.Version(), node.wire.GetEpoch(), nil
+	}
+	qlen := a.tracker.len()
+	sc := scratchPool.Get().(*decideScratch)
+	n := len(tasks)
+	if cap(sc.states) < n {
+		sc.states, sc.out = make([]policy.State, n), make([]policy.Decision, n)
+	}
+	states, out := sc.states[:n], sc.out[:n]
+	for i, t := range tasks {
+		d := descriptor(t)
+		states[i] = a.asm.BuildTask(&node.reading.Node, &d, qlen, start)
+	}
+	version, err := a.batch.decide(ctx, states, out)
+	if err != nil {
+		if ctx.Err() != nil {
+			// The batch may still write into out: leave sc to the GC.
+			a.metrics.abandoned.Add(float64(n))
+			return nil, "", 0, fmt.Errorf("client gone before its batch finished: %w", ctx.Err())
+		}
+		scratchPool.Put(sc)
+		a.metrics.decideErrors.Inc()
+		return nil, "", 0, err
+	}
+	msgs := make([]wire.Decision, n)
+	qs := make([]float32, n*policy.NumActions)
+	res := make([]*wire.Decision, n)
+	now := time.Now()
+	for i := range out {
+		q := qs[i*policy.NumActions : (i+1)*policy.NumActions : (i+1)*policy.NumActions]
+		copy(q, out[i].Q[:])
+		msgs[i].Id, msgs[i].Priority, msgs[i].Q = tasks[i].GetId(), uint32(out[i].Priority), q
+		res[i] = &msgs[i]
+		p := &pendingTask{
+			id: tasks[i].GetId(), desc: descriptor(tasks[i]),
+			state: states[i], action: uint8(out[i].Priority), q: out[i].Q, model: version, decidedAt: now,
+		}
+		for _, ev := range a.tracker.add(p, nil) {
+			a.timedOut(ev, now)
+		}
+		a.metrics.decisions[out[i].Priority].Inc()
+	}
+	if a.shadow != nil {
+		a.shadow.submit(tasks, states, out)
+	}
+	scratchPool.Put(sc)
+	a.metrics.decideLatency.Observe(time.Since(start).Seconds())
+	return res, version, node.wire.GetEpoch(), nil
+}
+
+// ReportOutcomes implements serve.Backend: each outcome of a tracked task
+// becomes a reward and an experience record; an unknown id is counted and
+// skipped (its decision came from before a restart, or it timed out).
+func (a *Agent) ReportOutcomes(_ context.Context, outs []*wire.Outcome) error {
+	for _, o := range outs {
+		if l := o.GetLatencyMs(); math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) || l < 0 {
+			return fmt.Errorf("outcome %d: latency_ms %v is not a duration", o.GetId(), l)
+		}
+	}
+	now := time.Now()
+	node := a.node.Load()
+	for _, o := range outs {
+		p, ok := a.tracker.finish(o.GetId())
+		if !ok {
+			a.metrics.outcomesUnknown.Inc()
+			continue
+		}
+		lat := float64(o.GetLatencyMs())
+		// An outcome carries the task's latency (arrival to finish), not its
+		// pure service time; it is the class's service-time sample. Under a
+		// long queue it reads higher than the simulator's service time.
+		a.asm.Classes().Observe(p.desc.Class, lat)
+		a.finished(p, node, now, lat, o.GetSlaMet(), false)
+	}
+	return nil
+}
+
+// timedOut records a task whose outcome never came as a missed SLA at the timeout.
+func (a *Agent) timedOut(p *pendingTask, now time.Time) {
+	a.metrics.timeouts.Inc()
+	a.finished(p, a.node.Load(), now, float64(now.Sub(p.decidedAt).Milliseconds()), false, true)
+}
+
+func (a *Agent) finished(p *pendingTask, node *nodeSnapshot, now time.Time, latencyMs float64, met, timedOut bool) {
+	phase := a.phase(now, node)
+	util := node.reading.Node.CPUUtil
+	reward := policy.Reward(phase, latencyMs, p.desc.SLAMs, met, 1, util)
+	a.metrics.outcomes.WithLabelValues(phase.String()).Inc()
+	a.metrics.reward.Observe(reward)
+	if a.exp == nil {
+		return
+	}
+	// The next state is the same task's as it finishes: latencyMs after it
+	// arrived, against the queue and the node as they are now.
+	d := p.desc
+	d.Arrival = now.Add(-time.Duration(latencyMs * float64(time.Millisecond)))
+	next := a.asm.BuildTask(&node.reading.Node, &d, a.tracker.len(), now)
+	rec := experience.Record{
+		UnixNano: now.UnixNano(), TaskID: fmt.Sprint(p.id), Class: truncate(p.desc.Class, experience.MaxStringBytes),
+		State: p.state, Action: p.action, Q: p.q, Reward: float32(reward), Phase: phase.String(),
+		LatencyMs: float32(latencyMs), SLAMet: met, Model: truncate(p.model, experience.MaxStringBytes),
+		Next: next, TimedOut: timedOut,
+	}
+	if err := a.exp.Append(&rec); err != nil {
+		a.metrics.experienceErrors.Inc()
+		// One line a minute at most: a full disk must not flood the log.
+		if last := a.expErrLog.Load(); now.UnixNano()-last > int64(time.Minute) && a.expErrLog.CompareAndSwap(last, now.UnixNano()) {
+			a.log.Error("experience log append failed", "err", err)
+		}
+	}
+}
+
+// className is the task's class cut as the class statistics key it: a
+// frame may carry a megabyte of class name, and the agent tracks tens of
+// thousands of tasks.
+func className(t *wire.Task) string { return state.ClassKey(t.GetClass()) }
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// modelUpdateWindow is how long after a swap outcomes are scored with the
+// model-update weights.
+const modelUpdateWindow = 30 * time.Second
+
+// phase picks the reward weights: model-update for 30 s after a swap; peak
+// when the tracked queue is over a tenth of its capacity or the CPU is
+// saturated (the agent cannot see the offered load the simulator uses, so
+// it reads its consequences); steady otherwise.
+func (a *Agent) phase(now time.Time, node *nodeSnapshot) policy.RewardPhase {
+	if s := a.lastSwap.Load(); s != 0 && now.UnixNano()-s < int64(modelUpdateWindow) {
+		return policy.RewardModelUpdate
+	}
+	fill := float64(a.tracker.len()) / float64(a.cfg.QueueCap)
+	if fill >= 0.1 || node.reading.Node.CPUUtil >= 0.95 {
+		return policy.RewardPeak
+	}
+	return policy.RewardSteady
+}
+
+// State implements serve.Backend.
+func (a *Agent) State() *wire.NodeState { return a.node.Load().wire }
+
+// refreshNode reads the node signals into a new snapshot (a new epoch).
+func (a *Agent) refreshNode(now time.Time) {
+	r := a.signals.Read()
+	qlen := a.tracker.len()
+	vec := a.asm.BuildTask(&r.Node, nil, qlen, now)
+	ns := &wire.NodeState{
+		Epoch: a.epoch.Add(1), UnixNano: now.UnixNano(), Features: vec[:], Sources: r.Sources[:],
+		RunqP50Us: float32(orZero(r.Node.RunqP50Us)), RunqP99Us: float32(orZero(r.Node.RunqP99Us)),
+		QueueLen: uint32(qlen), QueueCap: uint32(a.asm.QueueCapacity()), CpuUtil: float32(orZero(r.Node.CPUUtil)),
+		Node: a.cfg.NodeName,
+	}
+	if a.model != nil {
+		ns.Model = a.model.Version()
+	}
+	a.node.Store(&nodeSnapshot{reading: r, wire: ns})
+	a.metrics.nodeRefreshed(&r, qlen)
+}
+
+func orZero(x float64) float64 {
+	if math.IsNaN(x) || x < 0 {
+		return 0
+	}
+	return x
+}

@@ -1,0 +1,204 @@
+package agent
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/triage-agent/triage/policy"
+)
+
+// metrics is the agent's Prometheus registry. Counters on the decision path
+// are plain prometheus counters (lock-free); everything that is a view of
+// another part's state (probes, sources, the endpoint, the experience log,
+// the flame-graph store) is read when scraped, by agentCollector.
+type metrics struct {
+	reg *prometheus.Registry
+
+	decisions        [policy.NumActions]prometheus.Counter
+	decideLatency    prometheus.Histogram
+	batchSize        prometheus.Histogram
+	modelLatency     prometheus.Histogram
+	decideErrors     prometheus.Counter
+	abandoned        prometheus.Counter
+	outcomes         *prometheus.CounterVec
+	outcomesUnknown  prometheus.Counter
+	timeouts         prometheus.Counter
+	reward           prometheus.Histogram
+	reloadFailures   prometheus.Counter
+	experienceErrors prometheus.Counter
+
+	mu        sync.Mutex
+	modelInfo *prometheus.GaugeVec
+	reading   NodeReading
+	queueLen  int
+}
+
+func newMetrics(a *Agent) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "triage_decisions_total", Help: "Decisions served, by priority (0 lowest .. 4 highest)."}, []string{"priority"})
+	for p := range m.decisions {
+		m.decisions[p] = decisions.WithLabelValues(strconv.Itoa(p))
+	}
+	m.decideLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "triage_decide_latency_seconds", Help: "Time from a decide request reaching the agent to its answer (state assembly, batching wait, model, bookkeeping).",
+		Buckets: prometheus.ExponentialBuckets(5e-6, 2, 16),
+	})
+	m.modelLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "triage_model_batch_seconds", Help: "Duration of one batched model call.",
+		Buckets: prometheus.ExponentialBuckets(2e-6, 2, 16),
+	})
+	m.batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "triage_decide_batch_tasks", Help: "Tasks per batched model call (across clients).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+	})
+	m.decideErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "triage_decide_errors_total", Help: "Decide requests that failed in the model."})
+	m.abandoned = prometheus.NewCounter(prometheus.CounterOpts{Name: "triage_decide_abandoned_tasks_total", Help: "Tasks whose client went away before their batch finished."})
+	m.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "triage_outcomes_total", Help: "Outcomes turned into rewards, by reward phase."}, []string{"phase"})
+	m.outcomesUnknown = prometheus.NewCounter(prometheus.CounterOpts{Name: "triage_outcomes_unknown_total", Help: "Outcomes for tasks the agent does not track (decided before a restart, or timed out)."})
+	m.timeouts = prometheus.NewCounter(prometheus.CounterOpts{Name: "triage_task_timeouts_total", Help: "Decided tasks whose outcome never came within the task timeout."})
+	m.reward = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "triage_reward", Help: "Reward of finished tasks.", Buckets: prometheus.LinearBuckets(-1, 0.1, 21)})
+	m.reloadFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "triage_model_reload_failures_total", Help: "Model files refused (the running model kept serving); the log says why."})
+	m.experienceErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "triage_experience_errors_total", Help: "Experience records that could not be appended."})
+	m.modelInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "triage_model_info", Help: "The serving model (value 1)."}, []string{"version", "device", "schema"})
+
+	m.reg.MustRegister(decisions, m.decideLatency, m.modelLatency, m.batchSize, m.decideErrors, m.abandoned,
+		m.outcomes, m.outcomesUnknown, m.timeouts, m.reward, m.reloadFailures, m.experienceErrors, m.modelInfo,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&agentCollector{a: a})
+	return m
+}
+
+func (m *metrics) observeBatch(tasks int, took time.Duration) {
+	m.batchSize.Observe(float64(tasks))
+	m.modelLatency.Observe(took.Seconds())
+}
+
+func (m *metrics) modelChanged(version, device string) {
+	m.modelInfo.Reset()
+	m.modelInfo.WithLabelValues(version, device, policy.StateSchema).Set(1)
+}
+
+func (m *metrics) nodeRefreshed(r *NodeReading, qlen int) {
+	m.mu.Lock()
+	m.reading, m.queueLen = *r, qlen
+	m.mu.Unlock()
+}
+
+// agentCollector reads the other parts' state at scrape time.
+type agentCollector struct{ a *Agent }
+
+var (
+	descProbe       = prometheus.NewDesc("triage_probe_attached", "1 when the eBPF probe is attached, 0 when it fell back (detail: tier or reason).", []string{"probe", "detail"}, nil)
+	descProbeCost   = prometheus.NewDesc("triage_probe_cpu_ns_per_second", "CPU time the probe's BPF programs use per second of wall time.", []string{"probe"}, nil)
+	descSource      = prometheus.NewDesc("triage_feature_source", "1 for the source that feeds each state feature (ebpf, procfs, none, descriptor, outcomes, agent).", []string{"feature", "source"}, nil)
+	descQueueLen    = prometheus.NewDesc("triage_queue_tasks", "Tasks decided and not yet finished (feature 0's numerator).", nil, nil)
+	descQueueCap    = prometheus.NewDesc("triage_queue_capacity", "Feature 0's denominator.", nil, nil)
+	descReloads     = prometheus.NewDesc("triage_model_swaps_total", "Models hot-swapped in.", nil, nil)
+	descReloadErrAt = prometheus.NewDesc("triage_model_reload_last_failure_timestamp_seconds", "When the last model file was refused (0: never).", nil, nil)
+	descConns       = prometheus.NewDesc("triage_endpoint_connections_total", "QUIC connections accepted.", nil, nil)
+	descRejected    = prometheus.NewDesc("triage_endpoint_rejected_connections_total", "QUIC connections refused (limits, authentication).", nil, nil)
+	descStreamErr   = prometheus.NewDesc("triage_endpoint_stream_errors_total", "Native streams closed with an error code.", nil, nil)
+	descRequests    = prometheus.NewDesc("triage_endpoint_decide_requests_total", "Decide requests served (native and HTTP/3).", nil, nil)
+	descDatagrams   = prometheus.NewDesc("triage_endpoint_state_datagrams_total", "Node-state datagrams sent.", nil, nil)
+	descCodecRatio  = prometheus.NewDesc("triage_codec_compression_ratio", "Payload bytes over wire bytes of the delta codec on the endpoint's streams.", nil, nil)
+	descExpRecords  = prometheus.NewDesc("triage_experience_records_total", "Experience records appended.", nil, nil)
+	descExpBytes    = prometheus.NewDesc("triage_experience_bytes_total", "Experience bytes appended.", nil, nil)
+	descExpRemoved  = prometheus.NewDesc("triage_experience_segments_removed_total", "Experience segments removed by the size cap.", nil, nil)
+	descFGWindows   = prometheus.NewDesc("triage_flamegraph_windows", "Flame-graph windows kept on disk.", nil, nil)
+	descFGBytes     = prometheus.NewDesc("triage_flamegraph_bytes", "Bytes of the flame-graph windows on disk.", nil, nil)
+	descShadowTasks = prometheus.NewDesc("triage_shadow_tasks_total", "Tasks the shadow model decided.", []string{"model"}, nil)
+	descShadowAgree = prometheus.NewDesc("triage_shadow_agreement_ratio", "Fraction of tasks where the shadow model chose the serving model's priority.", []string{"model"}, nil)
+	descShadowQDiff = prometheus.NewDesc("triage_shadow_mean_abs_q_diff", "Mean |Q_shadow - Q_serving| over tasks and levels.", []string{"model"}, nil)
+	descShadowDrop  = prometheus.NewDesc("triage_shadow_dropped_tasks_total", "Tasks not shadow-evaluated because the shadow queue was full.", []string{"model"}, nil)
+	descReady       = prometheus.NewDesc("triage_ready", "1 when /readyz answers ready.", nil, nil)
+)
+
+func (c *agentCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descProbe, descProbeCost, descSource, descQueueLen, descQueueCap, descReloads, descReloadErrAt,
+		descConns, descRejected, descStreamErr, descRequests, descDatagrams, descCodecRatio, descExpRecords, descExpBytes, descExpRemoved,
+		descFGWindows, descFGBytes, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady} {
+		ch <- d
+	}
+}
+
+func (c *agentCollector) Collect(ch chan<- prometheus.Metric) {
+	a := c.a
+	m := a.metrics
+	m.mu.Lock()
+	r, qlen := m.reading, m.queueLen
+	m.mu.Unlock()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	for _, p := range r.Probes {
+		v := 0.0
+		if p.Attached {
+			v = 1
+		}
+		gauge(descProbe, v, p.Name, p.Detail)
+		if p.CostNs >= 0 {
+			gauge(descProbeCost, p.CostNs, p.Name)
+		}
+	}
+	for i, s := range r.Sources {
+		if s != "" {
+			gauge(descSource, 1, policy.FeatureNames[i], s)
+		}
+	}
+	gauge(descQueueLen, float64(qlen))
+	gauge(descQueueCap, float64(a.cfg.QueueCap))
+	ready := 0.0
+	if ok, _ := a.readiness(); ok {
+		ready = 1
+	}
+	gauge(descReady, ready)
+	if a.model != nil {
+		st := a.model.Stats()
+		counter(descReloads, float64(st.Swaps))
+		at := 0.0
+		if st.LastError != nil {
+			at = float64(st.LastErrorAt.UnixNano()) / 1e9
+		}
+		gauge(descReloadErrAt, at)
+	}
+	if a.server != nil {
+		st := a.server.Stats()
+		counter(descConns, float64(st.Conns.Load()))
+		counter(descRejected, float64(st.RejectedConns.Load()))
+		counter(descStreamErr, float64(st.StreamErrors.Load()))
+		counter(descRequests, float64(st.Requests.Load()))
+		counter(descDatagrams, float64(st.DatagramsSent.Load()))
+		if payload, wireBytes, ok := codecBytes(st); ok && wireBytes > 0 {
+			gauge(descCodecRatio, float64(payload)/float64(wireBytes))
+		}
+	}
+	if a.exp != nil {
+		st := a.exp.Stats()
+		counter(descExpRecords, float64(st.Appended))
+		counter(descExpBytes, float64(st.Bytes))
+		counter(descExpRemoved, float64(st.SegmentsRemoved))
+	}
+	if a.store != nil {
+		ws := a.store.List()
+		var b int64
+		for _, w := range ws {
+			b += w.Bytes
+		}
+		gauge(descFGWindows, float64(len(ws)))
+		gauge(descFGBytes, float64(b))
+	}
+	if a.shadow != nil {
+		st := a.shadow.Stats()
+		counter(descShadowTasks, float64(st.Tasks), st.Model)
+		gauge(descShadowAgree, st.AgreementRate, st.Model)
+		gauge(descShadowQDiff, st.MeanAbsQDiff, st.Model)
+		counter(descShadowDrop, float64(st.Dropped), st.Model)
+	}
+}

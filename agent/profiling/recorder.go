@@ -1,0 +1,218 @@
+package profiling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/triage-agent/triage/bpf"
+	"github.com/triage-agent/triage/flamegraph"
+)
+
+// Config configures New; the zero value profiles every process at 19 Hz,
+// on-CPU only, with default map and cache bounds.
+type Config struct {
+	Profiler   bpf.ProfilerConfig
+	Symbolizer flamegraph.SymbolizerConfig
+	Logger     *slog.Logger
+}
+
+// Recorder owns a loaded profiler and a symboliser.
+type Recorder struct {
+	prof *bpf.Profiler
+	sym  *flamegraph.Symbolizer
+	log  *slog.Logger
+}
+
+// Result is one drained, symbolised window.
+type Result struct {
+	Window flamegraph.Window
+	OnCPU  *profile.Profile // nil when the window had no on-CPU samples
+	OffCPU *profile.Profile // nil unless off-CPU profiling is on and saw blocks
+	// Lost counts samples the kernel maps had no room for.
+	Lost uint64
+}
+
+// New loads and attaches the profiler.
+func New(cfg Config) (*Recorder, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	// The symboliser first: reading kallsyms takes a moment that should not
+	// be part of the first window.
+	sym := flamegraph.NewSymbolizer(cfg.Symbolizer)
+	if err := sym.KernelErr(); err != nil {
+		log.Warn("kernel frames will not be named", "err", err)
+	}
+	p, err := bpf.NewProfiler(cfg.Profiler)
+	if err != nil {
+		return nil, fmt.Errorf("starting profiler: %w", err)
+	}
+	return &Recorder{prof: p, sym: sym, log: log}, nil
+}
+
+// OffCPUHook names the attached sched_switch flavour ("" when off).
+func (r *Recorder) OffCPUHook() string { return r.prof.OffCPUHook() }
+
+// Symbolizer exposes the recorder's symboliser (its caches persist across
+// windows).
+func (r *Recorder) Symbolizer() *flamegraph.Symbolizer { return r.sym }
+
+// CaptureLive captures the mappings of the processes seen so far in the
+// current window, and of none twice. Call it every second or so while a
+// window fills (Wait does); short-lived processes are then still named.
+func (r *Recorder) CaptureLive() {
+	pids, err := r.prof.ActivePIDs()
+	if err != nil {
+		return
+	}
+	for _, pid := range pids {
+		if r.sym.Process(pid) == nil {
+			_, _ = r.sym.Capture(pid)
+		}
+	}
+}
+
+// Wait lets the window fill for d (or until ctx ends), capturing live
+// processes' mappings every captureEvery.
+func (r *Recorder) Wait(ctx context.Context, d time.Duration) {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(captureEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			return
+		case <-tick.C:
+			r.CaptureLive()
+		}
+	}
+}
+
+// captureEvery is how often Wait looks for new processes: often enough to
+// catch a process that lives a few seconds, rare enough to cost nothing.
+const captureEvery = time.Second
+
+// Collect drains the current window and builds its profiles.
+func (r *Recorder) Collect() (*Result, error) {
+	w, err := r.prof.Drain()
+	if err != nil {
+		return nil, err
+	}
+	// Capture mappings now, while the processes (probably) still run.
+	seen := map[uint32]bool{}
+	for _, list := range [][]bpf.StackSample{w.OnCPU, w.OffCPU} {
+		for i := range list {
+			if pid := list[i].Tgid; !seen[pid] {
+				seen[pid] = true
+				_, _ = r.sym.Capture(pid) // an exited process keeps module+offset frames
+			}
+		}
+	}
+	res := &Result{
+		Window: flamegraph.Window{Start: w.Start, End: w.End, FrequencyHz: w.FrequencyHz},
+		Lost:   w.LostOnCPU + w.LostOffCPU,
+	}
+	opts := flamegraph.BuildOptions{Window: res.Window, Symbolizer: r.sym}
+	if len(w.OnCPU) > 0 {
+		if res.OnCPU, err = flamegraph.BuildProfile(Convert(w.OnCPU, flamegraph.OnCPU), opts); err != nil {
+			return nil, err
+		}
+	}
+	if len(w.OffCPU) > 0 {
+		if res.OffCPU, err = flamegraph.BuildProfile(Convert(w.OffCPU, flamegraph.OffCPU), opts); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// Convert turns drained BPF samples into flamegraph samples.
+func Convert(in []bpf.StackSample, kind flamegraph.Kind) []flamegraph.Sample {
+	out := make([]flamegraph.Sample, 0, len(in))
+	for i := range in {
+		s := &in[i]
+		out = append(out, flamegraph.Sample{
+			Kind: kind, Pid: s.Tgid, Tid: s.Pid, Comm: s.Comm, CgroupID: s.CgroupID,
+			UserPCs: s.User, KernelPCs: s.Kernel,
+			UserMissing:   missingReason(s.UserErr),
+			KernelMissing: missingReason(s.KernelErr),
+			Value:         int64(s.Value),
+		})
+	}
+	return out
+}
+
+// missingReason says why a stack is absent, or "" when absence is normal:
+// see the EFAULT case.
+func missingReason(errno int32) string {
+	switch {
+	case errno == 0:
+		return ""
+	case errno == -14:
+		return "" // EFAULT: a sample taken in user mode has no kernel stack, a kernel thread no user stack
+	case errno == -17:
+		return "lost: stack map collision"
+	case errno == -2:
+		return "evicted"
+	case errno == -12:
+		return "lost: stack map full"
+	default:
+		return fmt.Sprintf("unavailable (errno %d)", -errno)
+	}
+}
+
+// Run writes a window into store every interval until ctx ends; a window that
+// fails to build or write is logged and skipped, never fatal.
+func (r *Recorder) Run(ctx context.Context, store *flamegraph.Store, interval time.Duration) error {
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	for {
+		r.Wait(ctx, interval)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := r.SaveWindow(store); err != nil {
+			if errors.Is(err, bpf.ErrProfilerShut) {
+				return err
+			}
+			r.log.Warn("flame graph window", "err", err)
+		}
+	}
+}
+
+// SaveWindow collects one window and writes its profiles into store.
+func (r *Recorder) SaveWindow(store *flamegraph.Store) error {
+	res, err := r.Collect()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if res.OnCPU != nil {
+		if _, err := store.Save(res.Window.End, "cpu", res.OnCPU, flamegraph.SVGOptions{Title: "On-CPU " + res.Window.End.UTC().Format(time.RFC3339)}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if res.OffCPU != nil {
+		if _, err := store.Save(res.Window.End, "offcpu", res.OffCPU, flamegraph.SVGOptions{Title: "Off-CPU " + res.Window.End.UTC().Format(time.RFC3339)}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close detaches the profiler.
+func (r *Recorder) Close() error { return r.prof.Close() }
+
+// Cost reports the in-kernel run time of the profiler's programs (needs
+// bpf.EnableRunStats to be on).
+func (r *Recorder) Cost() (bpf.ProgramCost, error) { return r.prof.Cost() }

@@ -1,0 +1,129 @@
+// Package serve is the agent's QUIC endpoint: one UDP port, TLS 1.3, ALPN
+// triage/1 (the native protocol of package wire) and h3 (HTTP/3 with JSON).
+// It takes its dependencies as a Backend, so the agent wires the policy and
+// the node state in, and the tests can wire a plain Go MLP and a node state
+// of their own.
+package serve
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+)
+
+// Config is the endpoint's configuration. Its zero value is usable: it listens
+// on 127.0.0.1:4433 (loopback, because no client authentication is set), with a
+// self-signed certificate and the limits below.
+type Config struct {
+	// Addr is the UDP address to listen on. Empty means ":4433" when client
+	// authentication is configured or InsecureListenAny is set, else
+	// "127.0.0.1:4433".
+	Addr string
+
+	// Certificate is the server certificate; nil generates a self-signed
+	// ECDSA P-256 one in memory (see Server.Fingerprint).
+	Certificate *tls.Certificate
+	// ClientCAs, when set, requires every client to present a certificate
+	// signed by one of them (mutual TLS).
+	ClientCAs *x509.CertPool
+	// Tokens, when not empty, are the accepted bearer tokens: HTTP/3 requests
+	// carry "Authorization: Bearer <token>", native connections send it in Hello.
+	Tokens []string
+	// InsecureListenAny allows a non-loopback Addr without client
+	// authentication. Without it such a Config is refused (ErrInsecureListen).
+	InsecureListenAny bool
+
+	MaxFrameBytes        int           // largest native frame and decoded payload; default 1 MiB
+	MaxBatch             int           // most tasks (or outcomes) per request; default 1024
+	MaxStreamsPerConn    int64         // concurrent bidirectional streams per connection; default 64
+	MaxConns             int           // concurrent connections in all; default 1024
+	MaxConnsPerIP        int           // concurrent connections per client IP; default 64
+	IdleTimeout          time.Duration // QUIC idle timeout; default 30s
+	HelloTimeout         time.Duration // time for a native client to send Hello; default 5s
+	MaxHTTPBodyBytes     int64         // largest HTTP/3 request body; default 1 MiB
+	StateInterval        time.Duration // how often subscriptions look for a new snapshot; default 20ms
+	MinSubscribeInterval time.Duration // fastest push a client may ask for; default 5ms
+
+	// Logger receives one line per rejected client or stream; nil uses slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultPort is the agent's QUIC port.
+const DefaultPort = "4433"
+
+// Errors of Config validation and of the server.
+var (
+	ErrInsecureListen = errors.New("serve: refusing to listen beyond loopback without --client-ca or a token (set --insecure-listen-any to allow)")
+	ErrBadConfig      = errors.New("serve: bad config")
+	ErrClosed         = errors.New("serve: server closed")
+)
+
+// withDefaults returns a copy of c with every zero field set to its default,
+// or an error when the combination is unsafe or nonsensical.
+func (c Config) withDefaults() (Config, error) {
+	authed := c.ClientCAs != nil || len(c.Tokens) > 0
+	if c.Addr == "" {
+		if authed || c.InsecureListenAny {
+			c.Addr = ":" + DefaultPort
+		} else {
+			c.Addr = "127.0.0.1:" + DefaultPort
+		}
+	}
+	host, _, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return c, fmt.Errorf("%w: address %q: %v", ErrBadConfig, c.Addr, err)
+	}
+	if !authed && !c.InsecureListenAny && !isLoopbackHost(host) {
+		return c, fmt.Errorf("%w (address %q)", ErrInsecureListen, c.Addr)
+	}
+	for _, t := range c.Tokens {
+		if len(t) < 16 {
+			return c, fmt.Errorf("%w: a bearer token must have at least 16 characters", ErrBadConfig)
+		}
+	}
+	setInt(&c.MaxFrameBytes, 1<<20)
+	setInt(&c.MaxBatch, 1024)
+	if c.MaxStreamsPerConn <= 0 {
+		c.MaxStreamsPerConn = 64
+	}
+	setInt(&c.MaxConns, 1024)
+	setInt(&c.MaxConnsPerIP, 64)
+	setDur(&c.IdleTimeout, 30*time.Second)
+	setDur(&c.HelloTimeout, 5*time.Second)
+	if c.MaxHTTPBodyBytes <= 0 {
+		c.MaxHTTPBodyBytes = 1 << 20
+	}
+	setDur(&c.StateInterval, 20*time.Millisecond)
+	setDur(&c.MinSubscribeInterval, 5*time.Millisecond)
+	if c.MaxFrameBytes < 1024 {
+		return c, fmt.Errorf("%w: MaxFrameBytes %d is below 1024", ErrBadConfig, c.MaxFrameBytes)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func setInt(p *int, def int) {
+	if *p <= 0 {
+		*p = def
+	}
+}
+
+func setDur(p *time.Duration, def time.Duration) {
+	if *p <= 0 {
+		*p = def
+	}
+}

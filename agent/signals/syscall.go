@@ -1,0 +1,110 @@
+package signals
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/triage-agent/triage/bpf"
+)
+
+// syscallSource feeds SyscallSignal from the syscalls probe, filtered in
+// the kernel to the watched pids and cgroups. procfs has no per-syscall
+// timing, so without eBPF the signal has no source.
+type syscallSource struct {
+	src     Source
+	status  ProbeStatus
+	probe   *bpf.Syscalls
+	win     *Window
+	cum     bpf.Hist
+	watched int
+}
+
+func newSyscallSource(cfg *Config, bpfErr error) *syscallSource {
+	s := &syscallSource{status: ProbeStatus{Name: ProbeSyscalls}, win: NewWindow(cfg.Window, cfg.Interval)}
+	if err := bpfErr; err == nil {
+		s.probe, err = bpf.OpenSyscalls(bpf.SyscallsOptions{Tier: cfg.Tier})
+		bpfErr = err
+	}
+	if bpfErr != nil {
+		s.status.Reason = bpfErr.Error()
+		s.src = Source{Kind: SourceNone, Reason: "eBPF unavailable (" + bpfErr.Error() + "); procfs has no syscall timing"}
+		return s
+	}
+	s.status.Attached, s.status.Tier = true, s.probe.Tier().String()
+	for _, pid := range cfg.WatchPIDs {
+		if err := s.watchPID(pid); err != nil {
+			s.status.Reason = err.Error()
+		}
+	}
+	for _, p := range cfg.WatchCgroups {
+		if err := s.watchCgroup(p); err != nil {
+			s.status.Reason = err.Error()
+		}
+	}
+	s.setSource()
+	return s
+}
+
+func (s *syscallSource) setSource() {
+	if s.watched == 0 {
+		s.src = Source{Kind: SourceNone, Reason: "probe attached, nothing watched (set watched pids or cgroups)"}
+		return
+	}
+	s.src = Source{Kind: SourceEBPF}
+}
+
+func (s *syscallSource) watchPID(pid int) error {
+	if s.probe == nil {
+		return fmt.Errorf("watching pid %d: syscall probe not attached", pid)
+	}
+	if pid <= 0 || pid > 1<<22 {
+		return fmt.Errorf("watching pid %d: out of range", pid)
+	}
+	if err := s.probe.WatchPID(uint32(pid)); err != nil {
+		return err
+	}
+	s.watched++
+	s.setSource()
+	return nil
+}
+
+func (s *syscallSource) watchCgroup(path string) error {
+	if s.probe == nil {
+		return fmt.Errorf("watching cgroup %s: syscall probe not attached", path)
+	}
+	id, err := cgroupID(path)
+	if err != nil {
+		return err
+	}
+	if err := s.probe.WatchCgroup(id); err != nil {
+		return err
+	}
+	s.watched++
+	s.setSource()
+	return nil
+}
+
+func (s *syscallSource) sample(now time.Time) {
+	if s.probe == nil {
+		return
+	}
+	if err := s.probe.Read(&s.cum); err == nil {
+		s.win.Push(now, &s.cum)
+	}
+}
+
+func (s *syscallSource) fill(out *SyscallSignal) {
+	out.Source = s.src
+	out.Watched = s.watched
+	if s.probe == nil || s.watched == 0 {
+		out.Latency = unknownLatency
+		return
+	}
+	out.Latency = s.win.Latency()
+}
+
+func (s *syscallSource) close() {
+	if s.probe != nil {
+		s.probe.Close()
+	}
+}

@@ -1,0 +1,110 @@
+package signals
+
+import (
+	"time"
+
+	"github.com/triage-agent/triage/bpf"
+)
+
+// DefaultWindow is the span percentiles are computed over.
+const DefaultWindow = time.Second
+
+// Window turns a cumulative log2 histogram, sampled periodically, into the
+// histogram of the last span: the latest sample minus the newest sample at
+// least span older (or the oldest one held). It keeps a fixed ring of
+// samples, so Push and Quantiles never allocate.
+type Window struct {
+	span  time.Duration
+	ring  []windowSample
+	head  int // index of the newest sample
+	n     int
+	delta bpf.Hist
+	dirty bool
+}
+
+type windowSample struct {
+	at time.Time
+	h  bpf.Hist
+}
+
+// NewWindow holds enough samples for span at the given sampling interval
+// (span/interval + 2, at least 3).
+func NewWindow(span, interval time.Duration) *Window {
+	if span <= 0 {
+		span = DefaultWindow
+	}
+	n := 3
+	if interval > 0 {
+		if k := int(span/interval) + 2; k > n {
+			n = k
+		}
+	}
+	if n > 1024 { // a sub-millisecond interval would not be sampled anyway
+		n = 1024
+	}
+	return &Window{span: span, ring: make([]windowSample, n)}
+}
+
+// Push records a cumulative histogram read at time at.
+func (w *Window) Push(at time.Time, cum *bpf.Hist) {
+	if w.n > 0 {
+		w.head = (w.head + 1) % len(w.ring)
+	}
+	w.ring[w.head].at = at
+	w.ring[w.head].h = *cum
+	if w.n < len(w.ring) {
+		w.n++
+	}
+	w.dirty = true
+}
+
+// Reset forgets every sample (a probe was swapped for another source).
+func (w *Window) Reset() { w.n, w.head, w.dirty = 0, 0, false; w.delta = bpf.Hist{} }
+
+// Delta is the histogram of the window; empty until two samples exist.
+// The pointer stays valid until the next Push.
+func (w *Window) Delta() *bpf.Hist {
+	if !w.dirty {
+		return &w.delta
+	}
+	w.dirty = false
+	if w.n < 2 {
+		w.delta = bpf.Hist{}
+		return &w.delta
+	}
+	newest := &w.ring[w.head]
+	cutoff := newest.at.Add(-w.span)
+	// Walk back from the newest to the first sample at or before cutoff;
+	// the oldest held sample when none is that old.
+	base := &w.ring[(w.head-w.n+1+len(w.ring))%len(w.ring)]
+	for i := 1; i < w.n; i++ {
+		s := &w.ring[(w.head-i+len(w.ring))%len(w.ring)]
+		if !s.at.After(cutoff) {
+			base = s
+			break
+		}
+	}
+	w.delta.Sub(&newest.h, &base.h)
+	return &w.delta
+}
+
+// Latency is p50 and p99 of the window in microseconds, and its sample
+// count; unknown (NaN) when the window holds no samples.
+func (w *Window) Latency() Latency {
+	d := w.Delta()
+	n := d.Count()
+	if n == 0 {
+		return Latency{P50Us: unknown, P99Us: unknown}
+	}
+	return Latency{P50Us: Num(d.Quantile(0.5) / 1e3), P99Us: Num(d.Quantile(0.99) / 1e3), Count: n}
+}
+
+// Latency is a windowed latency distribution summary.
+type Latency struct {
+	P50Us Num    `json:"p50"`
+	P99Us Num    `json:"p99"`
+	Count uint64 `json:"count"`
+}
+
+// unknownLatency is the value of a latency without a source.
+var unknownLatency = Latency{P50Us: unknown, P99Us: unknown}

@@ -1,0 +1,148 @@
+// Package state assembles the triage.state.v1 vector of one task from the
+// node's kernel signals (agent/signals), the task's descriptor, the
+// statistics of its class and the length of the agent's queue. It fills
+// policy.Inputs and calls policy.Vector, the same normalisation the
+// simulator in train/ uses, so training and serving cannot drift apart.
+package state
+
+import (
+	"math"
+	"time"
+
+	"github.com/triage-agent/triage/agent/signals"
+	"github.com/triage-agent/triage/policy"
+)
+
+// Descriptor is what an upstream service tells the agent about a task.
+type Descriptor struct {
+	Class   string
+	SLAMs   float64   // deadline after arrival; 0 = none
+	CostMs  float64   // expected service time; 0 = unknown (the class mean is used)
+	Arrival time.Time // zero = now
+}
+
+// DefaultQueueCapacity is Config.QueueCapacity's default.
+const DefaultQueueCapacity = 64
+
+// Config configures an Assembler; the zero value means defaults.
+type Config struct {
+	// QueueCapacity is the denominator of feature 0 (tasks decided and not
+	// finished / capacity): the node's worker slots. Default 64.
+	QueueCapacity int
+	// SyscallFeature makes feature 11 the watched cgroup's syscall p99
+	// instead of the TCP retransmit fraction.
+	SyscallFeature bool
+	// Classes holds the class statistics; nil creates a fresh one.
+	Classes *ClassStats
+	// AccelMemFill reports accelerator memory in use / total; nil means no
+	// accelerator (feature 5 is 0).
+	AccelMemFill func() float64
+}
+
+// Assembler builds state vectors. It does not track the queue: the caller
+// that decides tasks owns that (the agent's tracker) and passes its length,
+// so there is one count of the tasks in flight. Safe for concurrent use.
+type Assembler struct {
+	cfg     Config
+	classes *ClassStats
+}
+
+// NewAssembler returns an Assembler with cfg's defaults filled in.
+func NewAssembler(cfg Config) *Assembler {
+	if cfg.QueueCapacity <= 0 {
+		cfg.QueueCapacity = DefaultQueueCapacity
+	}
+	if cfg.Classes == nil {
+		cfg.Classes = NewClassStats(0)
+	}
+	return &Assembler{cfg: cfg, classes: cfg.Classes}
+}
+
+// Classes returns the class statistics the assembler reads; outcomes feed
+// them through Observe.
+func (a *Assembler) Classes() *ClassStats { return a.classes }
+
+// QueueCapacity is feature 0's denominator.
+func (a *Assembler) QueueCapacity() int { return a.cfg.QueueCapacity }
+
+// Build returns the state vector of task d at time now from a signals
+// snapshot, for a caller that tracks no queue (feature 0 is neutral). d and
+// snap may be nil: their features then take their neutral values.
+func (a *Assembler) Build(d *Descriptor, now time.Time, snap *signals.Snapshot) policy.State {
+	in := a.Inputs(d, now, snap)
+	return policy.Vector(&in)
+}
+
+// Inputs is the unnormalised view Build feeds to policy.Vector; unknown
+// values are NaN.
+func (a *Assembler) Inputs(d *Descriptor, now time.Time, snap *signals.Snapshot) policy.Inputs {
+	node := a.NodeInputs(snap)
+	return a.TaskInputs(&node, d, -1, now)
+}
+
+// NodeInputs is the node part of the inputs, read from snap (nil: no
+// signals yet); the task fields are NaN. A caller deciding many tasks
+// between two snapshots computes it once and completes it per task with
+// TaskInputs.
+func (a *Assembler) NodeInputs(snap *signals.Snapshot) policy.Inputs {
+	nan := math.NaN()
+	in := policy.Inputs{
+		QueueLen: nan, QueueCap: nan, RemainingMs: nan, SLAMs: nan, CostMs: nan,
+		ClassP50Ms: nan, ClassP99Ms: nan,
+		RunqP50Us: nan, RunqP99Us: nan, AcceptQueueFill: nan, BlkioP99Us: nan,
+		CPUUtil: nan, RetransFraction: nan, SyscallP99Us: nan,
+		SyscallFeature: a.cfg.SyscallFeature,
+	}
+	if a.cfg.AccelMemFill != nil {
+		in.AccelMemFill = a.cfg.AccelMemFill()
+	}
+	if snap != nil {
+		in.RunqP50Us = float64(snap.RunQueue.Latency.P50Us)
+		in.RunqP99Us = float64(snap.RunQueue.Latency.P99Us)
+		in.AcceptQueueFill = float64(snap.Accept.Fill)
+		in.BlkioP99Us = float64(snap.Blkio.Latency.P99Us)
+		in.CPUUtil = float64(snap.CPU.Util)
+		in.RetransFraction = float64(snap.TCP.RetransFraction)
+		in.SyscallP99Us = float64(snap.Syscall.Latency.P99Us)
+	}
+	return in
+}
+
+// TaskInputs completes node (from NodeInputs) with task d at time now and
+// queueLen tasks decided and not finished (negative: unknown). d nil leaves
+// the task fields unknown.
+func (a *Assembler) TaskInputs(node *policy.Inputs, d *Descriptor, queueLen int, now time.Time) policy.Inputs {
+	nan := math.NaN()
+	in := *node
+	in.QueueLen, in.QueueCap = nan, float64(a.cfg.QueueCapacity)
+	if queueLen >= 0 {
+		in.QueueLen = float64(queueLen)
+	}
+	in.RemainingMs, in.SLAMs, in.CostMs, in.ClassP50Ms, in.ClassP99Ms = nan, nan, nan, nan, nan
+	if d == nil {
+		return in
+	}
+	if d.SLAMs > 0 && finite(d.SLAMs) {
+		arrival := d.Arrival
+		if arrival.IsZero() {
+			arrival = now
+		}
+		in.SLAMs = d.SLAMs
+		in.RemainingMs = d.SLAMs - float64(now.Sub(arrival))/float64(time.Millisecond)
+	}
+	var mean float64
+	in.ClassP50Ms, in.ClassP99Ms, mean = a.classes.Stats(d.Class)
+	in.CostMs = mean // DESIGN.md feature 2: the descriptor's, else the class's running mean
+	if d.CostMs > 0 && finite(d.CostMs) {
+		in.CostMs = d.CostMs
+	}
+	return in
+}
+
+// BuildTask is policy.Vector of TaskInputs.
+func (a *Assembler) BuildTask(node *policy.Inputs, d *Descriptor, queueLen int, now time.Time) policy.State {
+	in := a.TaskInputs(node, d, queueLen, now)
+	return policy.Vector(&in)
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

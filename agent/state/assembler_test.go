@@ -1,0 +1,123 @@
+package state
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/triage-agent/triage/agent/signals"
+	"github.com/triage-agent/triage/policy"
+)
+
+func knownSnapshot() *signals.Snapshot {
+	var s signals.Snapshot
+	s.RunQueue.Latency = signals.Latency{P50Us: 20, P99Us: 5000, Count: 100}
+	s.Accept.Fill = 0.5
+	s.Blkio.Latency = signals.Latency{P50Us: 80, P99Us: 400, Count: 30}
+	s.CPU.Util = 0.75
+	s.TCP.RetransFraction = 0.01
+	s.Syscall.Latency = signals.Latency{P50Us: 3, P99Us: 2000, Count: 10}
+	return &s
+}
+
+func TestBuildTaskMatchesPolicyVector(t *testing.T) {
+	a := NewAssembler(Config{QueueCapacity: 10})
+	for i := 0; i < 100; i++ {
+		a.Classes().Observe("web", 20)
+	}
+	now := time.Unix(1000, 0)
+	node := a.NodeInputs(knownSnapshot())
+	d := &Descriptor{Class: "web", SLAMs: 100, CostMs: 15, Arrival: now.Add(-25 * time.Millisecond)}
+	got := a.BuildTask(&node, d, 3, now)
+	want := policy.Vector(&policy.Inputs{
+		QueueLen: 3, QueueCap: 10, RemainingMs: 75, SLAMs: 100, CostMs: 15,
+		ClassP50Ms: 20, ClassP99Ms: 20,
+		RunqP50Us: 20, RunqP99Us: 5000, AcceptQueueFill: 0.5, BlkioP99Us: 400,
+		CPUUtil: 0.75, RetransFraction: 0.01, SyscallP99Us: 2000,
+	})
+	if got != want {
+		t.Fatalf("BuildTask = %v\nwant        %v", got, want)
+	}
+	if got[0] != 0.3 || got[1] != 0.75 || got[8] != 0.5 || got[10] != 0.75 {
+		t.Fatalf("queue/slack/accept/cpu features %v %v %v %v", got[0], got[1], got[8], got[10])
+	}
+	// Build (no queue known) is the same vector with feature 0 neutral.
+	want[0] = policy.Neutral[0]
+	if b := a.Build(d, now, knownSnapshot()); b != want {
+		t.Fatalf("Build = %v\nwant    %v", b, want)
+	}
+}
+
+func TestNodeInputsLeaveTaskFieldsUnknown(t *testing.T) {
+	a := NewAssembler(Config{SyscallFeature: true, AccelMemFill: func() float64 { return 0.25 }})
+	in := a.NodeInputs(knownSnapshot())
+	for name, v := range map[string]float64{"QueueLen": in.QueueLen, "SLAMs": in.SLAMs, "CostMs": in.CostMs, "ClassP50Ms": in.ClassP50Ms} {
+		if !math.IsNaN(v) {
+			t.Errorf("node inputs %s = %v, want NaN (unknown)", name, v)
+		}
+	}
+	if !in.SyscallFeature || in.AccelMemFill != 0.25 || in.SyscallP99Us != 2000 {
+		t.Fatalf("node inputs %+v", in)
+	}
+	// Completing them for a task does not change the node part.
+	task := a.TaskInputs(&in, &Descriptor{Class: "x"}, 0, time.Now())
+	if task.RunqP99Us != in.RunqP99Us || task.QueueLen != 0 || task.QueueCap != DefaultQueueCapacity {
+		t.Fatalf("task inputs %+v", task)
+	}
+}
+
+func TestBuildIsNaNSafe(t *testing.T) {
+	a := NewAssembler(Config{})
+	var s signals.Snapshot
+	nan := signals.Num(math.NaN())
+	s.RunQueue.Latency = signals.Latency{P50Us: nan, P99Us: nan}
+	s.Accept.Fill, s.CPU.Util, s.TCP.RetransFraction = nan, nan, nan
+	s.Blkio.Latency = signals.Latency{P50Us: nan, P99Us: nan}
+	cases := []*Descriptor{
+		nil,
+		{Class: "never-seen"},
+		{SLAMs: math.NaN(), CostMs: math.Inf(1)},
+		{SLAMs: -1, CostMs: -3},
+	}
+	for _, d := range cases {
+		for _, snap := range []*signals.Snapshot{nil, &s} {
+			v := a.Build(d, time.Now(), snap)
+			for i, x := range v {
+				if math.IsNaN(float64(x)) || x < 0 || x > 1 {
+					t.Fatalf("desc %+v feature %d = %v", d, i, x)
+				}
+				if i >= 6 && i != 10 && snap != nil && x != policy.Neutral[i] {
+					t.Errorf("unknown kernel feature %s = %v, want neutral %v", policy.FeatureNames[i], x, policy.Neutral[i])
+				}
+			}
+		}
+	}
+}
+
+func TestLateTaskHasZeroSlackAndMeanCostFallback(t *testing.T) {
+	a := NewAssembler(Config{})
+	a.Classes().Observe("batch", 40)
+	a.Classes().Observe("batch", 60)
+	now := time.Unix(0, 0)
+	d := &Descriptor{Class: "batch", SLAMs: 10, Arrival: now.Add(-time.Second)}
+	in := a.Inputs(d, now, nil)
+	if in.CostMs != 50 {
+		t.Errorf("cost without descriptor value = %v, want class mean 50", in.CostMs)
+	}
+	if v := a.Build(d, now, nil); v[1] != 0 {
+		t.Errorf("late task slack %v, want 0", v[1])
+	}
+}
+
+func BenchmarkBuild(b *testing.B) {
+	a := NewAssembler(Config{})
+	a.Classes().Observe("web", 10)
+	s := knownSnapshot()
+	d := &Descriptor{Class: "web", SLAMs: 50}
+	node := a.NodeInputs(s)
+	now := time.Now()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		_ = a.BuildTask(&node, d, 7, now)
+	}
+}

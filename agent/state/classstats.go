@@ -1,0 +1,141 @@
+package state
+
+import (
+	"math"
+	"slices"
+	"sync"
+)
+
+// DefaultMaxClasses bounds how many task classes ClassStats tracks: a class
+// first seen after that gets no statistics (its features stay neutral), so
+// a client inventing class names cannot grow the agent's memory.
+const DefaultMaxClasses = 256
+
+// MaxClassBytes bounds a class name: ClassStats keys on the first
+// MaxClassBytes bytes, and callers that keep a class per task cut it with
+// ClassKey, since a frame may carry a megabyte of class name.
+const MaxClassBytes = 128
+
+// ClassKey is class cut to MaxClassBytes, the name ClassStats keys on.
+func ClassKey(class string) string {
+	if len(class) > MaxClassBytes {
+		return class[:MaxClassBytes]
+	}
+	return class
+}
+
+// The window and laziness of the class statistics are the simulator's
+// (train/signals.go classStat): the last classWindow finished tasks, the
+// quantiles nearest-rank, recomputed every classRecompute additions (on
+// every addition while a class has fewer samples). Training and serving
+// must read the same statistic, so change both together.
+const (
+	classWindow    = 256
+	classRecompute = 16
+)
+
+// ClassStats keeps, per task class, the service times of its last 256
+// finished tasks and their p50, p99 and mean. Safe for concurrent use.
+type ClassStats struct {
+	mu      sync.Mutex
+	max     int
+	classes map[string]*classRing
+}
+
+type classRing struct {
+	ring          [classWindow]float64
+	n, next       int
+	pending       int
+	p50, p99, avg float64
+	scratch       []float64
+}
+
+// NewClassStats tracks up to maxClasses classes (0 means DefaultMaxClasses).
+func NewClassStats(maxClasses int) *ClassStats {
+	if maxClasses <= 0 {
+		maxClasses = DefaultMaxClasses
+	}
+	return &ClassStats{max: maxClasses, classes: map[string]*classRing{}}
+}
+
+// Observe records one finished task's service time. Negative, NaN and
+// infinite values are ignored (a broken client report is not a sample), as
+// is a new class beyond the bound.
+func (c *ClassStats) Observe(class string, latencyMs float64) {
+	if math.IsNaN(latencyMs) || math.IsInf(latencyMs, 0) || latencyMs < 0 {
+		return
+	}
+	class = ClassKey(class)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.classes[class]
+	if !ok {
+		if len(c.classes) >= c.max {
+			return
+		}
+		r = &classRing{}
+		c.classes[class] = r
+	}
+	r.add(latencyMs)
+}
+
+func (r *classRing) add(ms float64) {
+	r.ring[r.next] = ms
+	r.next = (r.next + 1) % len(r.ring)
+	if r.n < len(r.ring) {
+		r.n++
+	}
+	r.pending++
+	if r.n < classRecompute || r.pending >= classRecompute {
+		r.pending = 0
+		r.scratch = append(r.scratch[:0], r.ring[:r.n]...)
+		slices.Sort(r.scratch)
+		r.p50 = nearestRank(r.scratch, 0.5)
+		r.p99 = nearestRank(r.scratch, 0.99)
+		sum := 0.0
+		for _, x := range r.scratch {
+			sum += x
+		}
+		r.avg = sum / float64(r.n)
+	}
+}
+
+// nearestRank is the nearest-rank q-quantile of sorted xs (NaN when empty).
+func nearestRank(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// Stats returns the class's service-time p50, p99 and mean in ms over its
+// last 256 tasks, as of the latest recomputation, under one lock; NaN for
+// all three when the class is unseen.
+func (c *ClassStats) Stats(class string) (p50, p99, mean float64) {
+	class = ClassKey(class)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.classes[class]
+	if !ok || r.n == 0 {
+		nan := math.NaN()
+		return nan, nan, nan
+	}
+	return r.p50, r.p99, r.avg
+}
+
+// P50, P99 and MeanMs are the parts of Stats. MeanMs is the cost estimate
+// of a task whose descriptor carries none.
+func (c *ClassStats) P50(class string) float64 { p50, _, _ := c.Stats(class); return p50 }
+func (c *ClassStats) P99(class string) float64 { _, p99, _ := c.Stats(class); return p99 }
+func (c *ClassStats) MeanMs(class string) float64 {
+	_, _, mean := c.Stats(class)
+	return mean
+}
+
+// Classes is the number of classes tracked.
+func (c *ClassStats) Classes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.classes)
+}

@@ -1,0 +1,78 @@
+package bpf
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+)
+
+// BlkioOptions configure OpenBlkio; the zero value means auto tier.
+type BlkioOptions struct {
+	Tier Tier
+}
+
+var blkioHooks = []sigHook{
+	{group: "block", name: "block_rq_issue", btf: "blkio_btf_issue", raw: "blkio_raw_issue", tp: "blkio_tp_issue"},
+	{group: "block", name: "block_rq_complete", btf: "blkio_btf_complete", raw: "blkio_raw_complete", tp: "blkio_tp_complete"},
+}
+
+// Dev is a kernel dev_t as the block tracepoints report it (major<<20 | minor).
+type Dev uint32
+
+// Major and Minor split the device number.
+func (d Dev) Major() uint32  { return uint32(d) >> 20 }
+func (d Dev) Minor() uint32  { return uint32(d) & (1<<20 - 1) }
+func (d Dev) String() string { return fmt.Sprintf("%d:%d", d.Major(), d.Minor()) }
+
+// Blkio measures block request latency (issue to complete) per device.
+type Blkio struct {
+	p    *sigProbe
+	vals []Hist
+}
+
+// OpenBlkio loads and attaches the block I/O programs.
+func OpenBlkio(opts BlkioOptions) (*Blkio, error) {
+	p, err := openSigProbe("blkio", loadBlkio, blkioHooks, opts.Tier)
+	if err != nil {
+		return nil, err
+	}
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("counting possible CPUs: %w", err)
+	}
+	return &Blkio{p: p, vals: make([]Hist, n)}, nil
+}
+
+// Tier is the tier that attached.
+func (b *Blkio) Tier() Tier { return b.p.tier }
+
+// Attempts lists the tiers tried before the one that attached.
+func (b *Blkio) Attempts() []TierAttempt { return b.p.attempts }
+
+// ReadDevices calls fn with each device's cumulative histogram. The
+// histogram is only valid during the call.
+func (b *Blkio) ReadDevices(fn func(dev Dev, h *Hist)) error {
+	var (
+		key uint32
+		sum Hist
+	)
+	it := b.p.mapNamed("blkio_dev_hist").Iterate()
+	for it.Next(&key, &b.vals) {
+		sum = Hist{}
+		for i := range b.vals {
+			sum.Add(&b.vals[i])
+		}
+		fn(Dev(key), &sum)
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("reading block I/O histograms: %w", err)
+	}
+	return nil
+}
+
+// Stats reports each program's kernel run-time accounting.
+func (b *Blkio) Stats() ([]ProgStats, error) { return b.p.stats() }
+
+// Close detaches and unloads the programs.
+func (b *Blkio) Close() error { return b.p.Close() }

@@ -1,0 +1,241 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// ProfilerConfig configures NewProfiler. The zero value profiles every
+// process on every CPU at 19 Hz, on-CPU only.
+type ProfilerConfig struct {
+	// FrequencyHz is the per-CPU sampling frequency (default 19, like Parca:
+	// a prime, so sampling does not lock step with periodic work).
+	FrequencyHz int
+	// PID restricts sampling to one process (tgid); 0 means every process.
+	PID uint32
+	// CgroupID restricts sampling to one cgroup v2 and its descendants;
+	// CgroupLevel is its depth below the root (see CgroupFromPath).
+	CgroupID    uint64
+	CgroupLevel uint32
+	// OffCPU also attaches the sched_switch off-CPU profiler.
+	OffCPU bool
+	// OffCPUHook forces one sched_switch flavour: "tp_btf", "raw_tp" or
+	// "tracepoint"; "" tries them in that order and keeps the first that
+	// loads and attaches.
+	OffCPUHook string
+	// OffCPUPreempted also records preempted tasks (time waiting in the run
+	// queue). Off by default: on a busy machine most switches are
+	// preemptions, and each recorded switch walks two stacks.
+	OffCPUPreempted bool
+	// MinBlock is the shortest off-CPU interval that is recorded (default 1ms):
+	// most switches are shorter and recording them all would cost more than
+	// they tell.
+	MinBlock time.Duration
+	// StackEntries bounds each stack trace map (default 8192 on-CPU, half of
+	// that off-CPU); each entry costs 127*8 bytes of kernel memory.
+	StackEntries uint32
+	// CountEntries bounds each aggregation map (default 10240).
+	CountEntries uint32
+}
+
+func (c ProfilerConfig) withDefaults() ProfilerConfig {
+	if c.FrequencyHz <= 0 {
+		c.FrequencyHz = 19
+	}
+	if c.MinBlock <= 0 {
+		c.MinBlock = time.Millisecond
+	}
+	if c.StackEntries == 0 {
+		c.StackEntries = 8192
+	}
+	if c.CountEntries == 0 {
+		c.CountEntries = 10240
+	}
+	return c
+}
+
+// profilerFlagPreempted mirrors PROFILER_F_PREEMPTED in profiler_common.h.
+const profilerFlagPreempted = 1
+
+// Sentinel errors of the profiler.
+var (
+	ErrBadFrequency  = errors.New("sampling frequency out of range (1..10000 Hz)")
+	ErrNoOffCPUHook  = errors.New("no sched_switch hook could be attached (tp_btf, raw_tp, tracepoint)")
+	ErrProfilerShut  = errors.New("profiler closed")
+	errStackNotFound = errors.New("stack id not in map")
+)
+
+// StackSample is one aggregated (thread, cgroup, stacks) key of a window.
+// Stacks are leaf first, as the kernel returns them. Value is a sample count
+// for on-CPU and nanoseconds blocked for off-CPU.
+type StackSample struct {
+	Pid      uint32 // thread id
+	Tgid     uint32 // process id
+	CgroupID uint64
+	Comm     string
+	User     []uint64
+	Kernel   []uint64
+	// UserErr and KernelErr are the kernel's negative errno when a stack
+	// could not be captured (e.g. -14 EFAULT: a kernel thread has no user
+	// stack; -17 EEXIST: stack map hash collision) or -2 when the stack was
+	// already evicted from the stack map; 0 otherwise.
+	UserErr   int32
+	KernelErr int32
+	Value     uint64
+}
+
+// ProfileWindow is what one Drain returns.
+type ProfileWindow struct {
+	Start, End  time.Time
+	FrequencyHz int
+	OnCPU       []StackSample
+	OffCPU      []StackSample
+	// Lost counts samples dropped in kernel because an aggregation map was full.
+	LostOnCPU, LostOffCPU uint64
+}
+
+// Profiler owns the loaded sampler (and optionally the off-CPU program),
+// their perf events and links. Not safe for concurrent Drain calls.
+type Profiler struct {
+	cfg      ProfilerConfig
+	on       profileObjects
+	off      *offcpuObjects
+	offHook  string
+	links    []link.Link
+	gen      uint32
+	start    time.Time
+	onStacks *stackCache
+	offStk   *stackCache
+	closed   bool
+}
+
+// NewProfiler loads the BPF programs, opens one cpu-clock perf event per
+// online CPU and attaches the sampler to each.
+func NewProfiler(cfg ProfilerConfig) (*Profiler, error) {
+	cfg = cfg.withDefaults()
+	if cfg.FrequencyHz > 10000 {
+		return nil, fmt.Errorf("%w: %d", ErrBadFrequency, cfg.FrequencyHz)
+	}
+	p := &Profiler{cfg: cfg}
+	spec, err := loadProfile()
+	if err != nil {
+		return nil, err
+	}
+	spec.Maps[profileMapProfileStacks].MaxEntries = cfg.StackEntries
+	spec.Maps[profileMapProfileCounts0].MaxEntries = cfg.CountEntries
+	spec.Maps[profileMapProfileCounts1].MaxEntries = cfg.CountEntries
+	if err := spec.LoadAndAssign(&p.on, nil); err != nil {
+		return nil, fmt.Errorf("loading profile sampler: %w", err)
+	}
+	p.onStacks = newStackCache(p.on.ProfileStacks, cfg.StackEntries)
+	if err := p.writeControl(p.on.ProfileControl); err != nil {
+		p.Close()
+		return nil, err
+	}
+	links, err := attachCPUClock(p.on.ProfileSample, cfg.FrequencyHz)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.links = append(p.links, links...)
+	if cfg.OffCPU {
+		if err := p.attachOffCPU(); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	p.start = time.Now() // the first window starts once everything is attached
+	return p, nil
+}
+
+// OffCPUHook names the sched_switch flavour attached ("" when off-CPU is off).
+func (p *Profiler) OffCPUHook() string { return p.offHook }
+
+// Config returns the effective configuration (defaults filled in).
+func (p *Profiler) Config() ProfilerConfig { return p.cfg }
+
+func (p *Profiler) writeControl(m *ebpf.Map) error {
+	ctl := profileProfilerControl{
+		Gen:               p.gen,
+		FilterTgid:        p.cfg.PID,
+		FilterCgroup:      p.cfg.CgroupID,
+		FilterCgroupLevel: p.cfg.CgroupLevel,
+		MinBlockNs:        uint64(p.cfg.MinBlock.Nanoseconds()),
+	}
+	if p.cfg.OffCPUPreempted {
+		ctl.Flags |= profilerFlagPreempted
+	}
+	if err := m.Put(uint32(0), &ctl); err != nil {
+		return fmt.Errorf("writing profiler control: %w", err)
+	}
+	return nil
+}
+
+// Drain flips the generation so new samples go to the other map, then reads
+// and deletes the previous generation's counts and resolves their stacks.
+func (p *Profiler) Drain() (*ProfileWindow, error) {
+	if p.closed {
+		return nil, ErrProfilerShut
+	}
+	old := p.gen & 1
+	p.gen++
+	if err := p.writeControl(p.on.ProfileControl); err != nil {
+		return nil, err
+	}
+	if p.off != nil {
+		if err := p.writeControl(p.off.OffcpuControl); err != nil {
+			return nil, err
+		}
+	}
+	now := time.Now()
+	w := &ProfileWindow{Start: p.start, End: now, FrequencyHz: p.cfg.FrequencyHz}
+	p.start = now
+	// A sample that read the old generation just before the flip may still
+	// be writing; a short pause lets it land so it is drained now, not later.
+	time.Sleep(time.Millisecond)
+
+	counts := p.on.ProfileCounts0
+	if old == 1 {
+		counts = p.on.ProfileCounts1
+	}
+	var err error
+	if w.OnCPU, err = drainCounts(counts, p.onStacks); err != nil {
+		return nil, fmt.Errorf("draining on-CPU counts: %w", err)
+	}
+	w.LostOnCPU = drainLost(p.on.ProfileLost)
+	p.onStacks.maybeClear()
+	if p.off != nil {
+		counts := p.off.OffcpuCounts0
+		if old == 1 {
+			counts = p.off.OffcpuCounts1
+		}
+		if w.OffCPU, err = drainCounts(counts, p.offStk); err != nil {
+			return nil, fmt.Errorf("draining off-CPU counts: %w", err)
+		}
+		w.LostOffCPU = drainLost(p.off.OffcpuLost)
+		p.offStk.maybeClear()
+	}
+	return w, nil
+}
+
+// Close detaches everything and frees the maps. Safe to call twice.
+func (p *Profiler) Close() error {
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	var errs []error
+	for _, l := range p.links {
+		errs = append(errs, l.Close())
+	}
+	p.links = nil
+	errs = append(errs, p.on.Close())
+	if p.off != nil {
+		errs = append(errs, p.off.Close())
+	}
+	return errors.Join(errs...)
+}

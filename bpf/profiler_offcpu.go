@@ -1,0 +1,121 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// attachOffCPU loads and attaches the sched_switch program, trying tp_btf
+// first (cheapest, needs BTF), then raw_tp, then the classic tracepoint
+// (needs tracefs, which is mounted here if absent). Each flavour is loaded on
+// its own so that one the kernel rejects does not take the others down.
+func (p *Profiler) attachOffCPU() error {
+	type flavour struct {
+		name, prog string
+		attach     func(*ebpf.Program) (link.Link, error)
+	}
+	flavours := []flavour{
+		{"tp_btf", offcpuProgOffcpuSwitchBtf, func(pr *ebpf.Program) (link.Link, error) {
+			return link.AttachTracing(link.TracingOptions{Program: pr, AttachType: ebpf.AttachTraceRawTp})
+		}},
+		{"raw_tp", offcpuProgOffcpuSwitchRaw, func(pr *ebpf.Program) (link.Link, error) {
+			return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_switch", Program: pr})
+		}},
+		{"tracepoint", offcpuProgOffcpuSwitchTp, func(pr *ebpf.Program) (link.Link, error) {
+			if err := ensureTracefs(); err != nil {
+				return nil, err
+			}
+			return link.Tracepoint("sched", "sched_switch", pr, nil)
+		}},
+	}
+	var errs []error
+	for _, f := range flavours {
+		if p.cfg.OffCPUHook != "" && p.cfg.OffCPUHook != f.name {
+			continue
+		}
+		objs, l, err := p.loadOffCPU(f.prog, f.attach)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
+			continue
+		}
+		p.off, p.offHook = objs, f.name
+		p.links = append(p.links, l)
+		p.offStk = newStackCache(objs.OffcpuStacks, p.cfg.StackEntries/2)
+		return nil
+	}
+	if len(errs) == 0 {
+		return fmt.Errorf("%w: unknown hook %q", ErrNoOffCPUHook, p.cfg.OffCPUHook)
+	}
+	return fmt.Errorf("%w: %w", ErrNoOffCPUHook, errors.Join(errs...))
+}
+
+func (p *Profiler) loadOffCPU(progName string, attach func(*ebpf.Program) (link.Link, error)) (*offcpuObjects, link.Link, error) {
+	spec, err := loadOffcpu()
+	if err != nil {
+		return nil, nil, err
+	}
+	for name := range spec.Programs {
+		if name != progName {
+			delete(spec.Programs, name)
+		}
+	}
+	spec.Maps[offcpuMapOffcpuStacks].MaxEntries = max(p.cfg.StackEntries/2, 256)
+	spec.Maps[offcpuMapOffcpuCounts0].MaxEntries = p.cfg.CountEntries
+	spec.Maps[offcpuMapOffcpuCounts1].MaxEntries = p.cfg.CountEntries
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading off-CPU program: %w", err)
+	}
+	objs := &offcpuObjects{}
+	objs.OffcpuControl = coll.Maps[offcpuMapOffcpuControl]
+	objs.OffcpuCounts0 = coll.Maps[offcpuMapOffcpuCounts0]
+	objs.OffcpuCounts1 = coll.Maps[offcpuMapOffcpuCounts1]
+	objs.OffcpuLost = coll.Maps[offcpuMapOffcpuLost]
+	objs.OffcpuStacks = coll.Maps[offcpuMapOffcpuStacks]
+	objs.OffcpuStarts = coll.Maps[offcpuMapOffcpuStarts]
+	prog := coll.Programs[progName]
+	// Keep only the program we attach; the other fields stay nil, so give
+	// them closed-safe placeholders by detaching them from the collection.
+	objs.OffcpuSwitchBtf, objs.OffcpuSwitchRaw, objs.OffcpuSwitchTp = closedProg, closedProg, closedProg
+	switch progName {
+	case offcpuProgOffcpuSwitchBtf:
+		objs.OffcpuSwitchBtf = prog
+	case offcpuProgOffcpuSwitchRaw:
+		objs.OffcpuSwitchRaw = prog
+	default:
+		objs.OffcpuSwitchTp = prog
+	}
+	if err := p.writeControl(objs.OffcpuControl); err != nil {
+		coll.Close()
+		return nil, nil, err
+	}
+	l, err := attach(prog)
+	if err != nil {
+		coll.Close()
+		return nil, nil, fmt.Errorf("attaching sched_switch: %w", err)
+	}
+	return objs, l, nil
+}
+
+// closedProg stands in for the off-CPU programs that were not loaded;
+// (*ebpf.Program)(nil).Close is a no-op.
+var closedProg *ebpf.Program
+
+// ensureTracefs mounts tracefs where classic tracepoints expect it, if no
+// tracefs is mounted yet.
+func ensureTracefs() error {
+	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if _, err := os.Stat(dir + "/events"); err == nil {
+			return nil
+		}
+	}
+	if err := unix.Mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, ""); err != nil {
+		return fmt.Errorf("mounting tracefs: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,255 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("loading BPF programs needs root (CAP_BPF + CAP_PERFMON)")
+	}
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		t.Skip("kernel has no BTF (/sys/kernel/btf/vmlinux)")
+	}
+}
+
+// spin burns cpu of CPU time on this thread (not wall time: on a loaded
+// machine a wall-time spin may get little CPU), giving up after 10 s.
+func spin(cpu time.Duration) uint64 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := threadCPU()
+	var x uint64
+	for deadline := time.Now().Add(10 * time.Second); threadCPU()-start < cpu && time.Now().Before(deadline); {
+		for i := 0; i < 100000; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	return x
+}
+
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procCPU is a process's user+system time from /proc/PID/stat.
+func procCPU(t *testing.T, pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	ut, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
+}
+
+func TestProfilerSamplesOwnProcess(t *testing.T) {
+	requireRoot(t)
+	p, err := NewProfiler(ProfilerConfig{FrequencyHz: 499, PID: uint32(os.Getpid())})
+	if err != nil {
+		t.Fatalf("NewProfiler: %v", err)
+	}
+	defer p.Close()
+	spin(300 * time.Millisecond)
+	w, err := p.Drain()
+	if err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+	var total uint64
+	withUser, withKernel := 0, 0
+	for _, s := range w.OnCPU {
+		if s.Tgid != uint32(os.Getpid()) {
+			t.Fatalf("pid filter leaked a sample of tgid %d (%s)", s.Tgid, s.Comm)
+		}
+		total += s.Value
+		if len(s.User) > 0 {
+			withUser++
+		}
+		if len(s.Kernel) > 0 {
+			withKernel++
+		}
+	}
+	// 0.3 s of CPU at 499 Hz is ~150 samples; want at least half.
+	if total < 75 {
+		t.Fatalf("got %d samples for 0.3 s of CPU at 499 Hz, want >= 75", total)
+	}
+	if withUser == 0 {
+		t.Fatalf("no sample carried a user stack: %+v", w.OnCPU)
+	}
+	t.Logf("%d samples, %d keys, %d with user stack, %d with kernel stack", total, len(w.OnCPU), withUser, withKernel)
+
+	// The next window starts empty: the drained generation was deleted.
+	w2, err := p.Drain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again uint64
+	for _, s := range w2.OnCPU {
+		again += s.Value
+	}
+	if again >= total {
+		t.Fatalf("second idle window has %d samples, first busy one %d: drain did not reset", again, total)
+	}
+}
+
+// TestProfilerOffCPUSeesSleep runs each sched_switch flavour (the
+// fallbacks must work too, not only the first choice).
+func TestProfilerOffCPUSeesSleep(t *testing.T) {
+	requireRoot(t)
+	for _, hook := range []string{"tp_btf", "raw_tp", "tracepoint"} {
+		t.Run(hook, func(t *testing.T) { testOffCPUSleep(t, hook) })
+	}
+}
+
+func testOffCPUSleep(t *testing.T, hook string) {
+	p, err := NewProfiler(ProfilerConfig{FrequencyHz: 19, PID: uint32(os.Getpid()), OffCPU: true, OffCPUHook: hook, MinBlock: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("NewProfiler: %v", err)
+	}
+	defer p.Close()
+	if p.OffCPUHook() != hook {
+		t.Fatalf("attached %q, asked for %q", p.OffCPUHook(), hook)
+	}
+	runtime.LockOSThread()
+	const nap = 50 * time.Millisecond
+	for i := 0; i < 4; i++ {
+		time.Sleep(nap)
+	}
+	runtime.UnlockOSThread()
+	w, err := p.Drain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocked uint64
+	for _, s := range w.OffCPU {
+		if s.Tgid != uint32(os.Getpid()) {
+			t.Fatalf("pid filter leaked off-CPU time of tgid %d", s.Tgid)
+		}
+		if s.Value < uint64(5*time.Millisecond) {
+			t.Fatalf("a %v block passed the 5ms minimum", time.Duration(s.Value))
+		}
+		blocked += s.Value
+	}
+	if blocked < uint64(4*nap*8/10) {
+		t.Fatalf("off-CPU total %v, want at least %v", time.Duration(blocked), 4*nap*8/10)
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	got, err := parseCPUList("0-2,5")
+	if err != nil || len(got) != 4 || got[3] != 5 {
+		t.Fatalf("parseCPUList = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "x", "3-1", "0-99999999"} {
+		if _, err := parseCPUList(bad); err == nil {
+			t.Errorf("parseCPUList(%q) accepted", bad)
+		}
+	}
+}
+
+func TestCgroupFromPath(t *testing.T) {
+	root, err := Cgroup2Root()
+	if err != nil {
+		t.Skipf("no cgroup v2 hierarchy: %v", err)
+	}
+	id, level, err := CgroupFromPath(root)
+	if err != nil || id == 0 || level != 0 {
+		t.Fatalf("root cgroup %s: id %d level %d err %v", root, id, level, err)
+	}
+	if _, _, err := CgroupFromPath("/nonexistent/cg"); err == nil {
+		t.Fatal("missing cgroup accepted")
+	}
+	if _, _, err := CgroupFromPath("/proc"); err == nil {
+		t.Fatal("a directory outside cgroup v2 accepted")
+	}
+}
+
+// TestProfilerCgroupFilter moves a busy child into a fresh cgroup nested
+// two levels deep and profiles that cgroup's parent: the child's samples
+// (a descendant) must come through and nothing else.
+func TestProfilerCgroupFilter(t *testing.T) {
+	requireRoot(t)
+	root, err := Cgroup2Root()
+	if err != nil {
+		t.Skipf("no cgroup v2 hierarchy: %v", err)
+	}
+	parent := filepath.Join(root, fmt.Sprintf("triage-test-%d", os.Getpid()))
+	leaf := filepath.Join(parent, "leaf")
+	if err := os.MkdirAll(leaf, 0o755); err != nil {
+		t.Fatalf("creating test cgroup: %v", err)
+	}
+	// Pdeathsig kills the spinner with the test binary, so a test killed by
+	// -timeout leaves no busy loop behind.
+	child := exec.Command("sh", "-c", "while :; do :; done")
+	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		child.Process.Kill()
+		child.Wait()
+		os.Remove(leaf)
+		os.Remove(parent)
+	})
+	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(fmt.Sprint(child.Process.Pid)), 0o644); err != nil {
+		t.Fatalf("moving child into cgroup: %v", err)
+	}
+	id, level, err := CgroupFromPath(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewProfiler(ProfilerConfig{FrequencyHz: 499, CgroupID: id, CgroupLevel: level})
+	if err != nil {
+		t.Fatalf("NewProfiler: %v", err)
+	}
+	defer p.Close()
+	cpu0 := procCPU(t, child.Process.Pid)
+	spin(100 * time.Millisecond) // our own samples must be filtered out
+	for deadline := time.Now().Add(10 * time.Second); procCPU(t, child.Process.Pid)-cpu0 < 300*time.Millisecond && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	w, err := p.Drain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total uint64
+	for _, s := range w.OnCPU {
+		if s.Tgid != uint32(child.Process.Pid) {
+			t.Fatalf("sample of tgid %d (%s) passed the cgroup filter", s.Tgid, s.Comm)
+		}
+		total += s.Value
+	}
+	// >= 0.3 s of the child's CPU at 499 Hz: ~150 samples; want a third.
+	if total < 50 {
+		t.Fatalf("only %d samples of the busy child in its cgroup", total)
+	}
+}
+
+func TestUnknownOffCPUHook(t *testing.T) {
+	requireRoot(t)
+	_, err := NewProfiler(ProfilerConfig{OffCPU: true, OffCPUHook: "kprobe"})
+	if !errors.Is(err, ErrNoOffCPUHook) {
+		t.Fatalf("unknown hook: err %v, want ErrNoOffCPUHook", err)
+	}
+}
+
+func TestFrequencyBounds(t *testing.T) {
+	if _, err := NewProfiler(ProfilerConfig{FrequencyHz: 20000}); err == nil {
+		t.Fatal("20 kHz accepted")
+	}
+}

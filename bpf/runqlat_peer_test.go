@@ -1,0 +1,147 @@
+package bpf
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// bpftraceRunqlat is bpftrace's runqlat tool (tools/runqlat.bt) reduced to
+// its histogram, exiting by itself after the given seconds. docs/signals.md
+// shows the same command.
+const bpftraceRunqlat = `
+tracepoint:sched:sched_wakeup, tracepoint:sched:sched_wakeup_new { @qtime[args->pid] = nsecs; }
+tracepoint:sched:sched_switch {
+  if (args->prev_state == 0) { @qtime[args->prev_pid] = nsecs; }
+  $ns = @qtime[args->next_pid];
+  if ($ns) { @usecs = hist((nsecs - $ns) / 1000); }
+  delete(@qtime[args->next_pid]);
+}
+interval:s:SECS { exit(); }
+END { clear(@qtime); }
+`
+
+var bpftraceRow = regexp.MustCompile(`^\[(\d+)([KMG]?)(?:, (\d+)([KMG]?))?\)?\]?\s+(\d+)\s`)
+
+// parseBpftraceHist returns counts by bpftrace bucket index: [0] is 0,
+// [1] is 1, [2, 4) is 2, [4, 8) is 3 ... (index = log2(lo)+1).
+func parseBpftraceHist(out string) (counts [64]uint64, total uint64) {
+	mult := map[string]uint64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+	for _, line := range strings.Split(out, "\n") {
+		m := bpftraceRow.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		lo, _ := strconv.ParseUint(m[1], 10, 64)
+		lo *= mult[m[2]]
+		n, _ := strconv.ParseUint(m[5], 10, 64)
+		idx := 0
+		if lo >= 1 {
+			idx = 1
+			for v := lo; v > 1; v >>= 1 {
+				idx++
+			}
+		}
+		if idx < 64 {
+			counts[idx] += n
+			total += n
+		}
+	}
+	return counts, total
+}
+
+func bucketQuantile(counts [64]uint64, total uint64, q float64) int {
+	rank := q * float64(total)
+	var seen float64
+	for i, c := range counts {
+		seen += float64(c)
+		if c > 0 && seen >= rank {
+			return i
+		}
+	}
+	return 63
+}
+
+// TestRunqlatAgreesWithBpftrace runs bpftrace's runqlat and triage's
+// run-queue histogram on the same overload at the same time: p50 and p99
+// must fall in the same log2 microsecond bucket or a neighbouring one.
+func TestRunqlatAgreesWithBpftrace(t *testing.T) {
+	requireRootForSignals(t)
+	bt, err := exec.LookPath("bpftrace")
+	if err != nil {
+		t.Skip("bpftrace not installed (scripts/install-build-deps.sh installs it)")
+	}
+	r, err := OpenRunqlat(RunqlatOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+
+	const secs = 3
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bt, "-e", strings.Replace(bpftraceRunqlat, "SECS", strconv.Itoa(secs), 1))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	attached := false
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "Attaching") {
+			attached = true
+			break
+		}
+	}
+	if !attached {
+		cmd.Wait()
+		t.Fatal("bpftrace did not attach")
+	}
+	var before, after, ours Hist
+	if err := r.Read(&before); err != nil {
+		t.Fatal(err)
+	}
+	// Load for most of bpftrace's window; both see the same events.
+	spinThreads(3*runtime.NumCPU(), (secs-1)*time.Second)
+	var out strings.Builder
+	for sc.Scan() {
+		out.WriteString(sc.Text())
+		out.WriteByte('\n')
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("bpftrace: %v\n%s", err, out.String())
+	}
+	if err := r.Read(&after); err != nil {
+		t.Fatal(err)
+	}
+	ours.Sub(&after, &before)
+	theirs, total := parseBpftraceHist(out.String())
+	if total < 100 || ours.Count() < 100 {
+		t.Fatalf("too few samples: bpftrace %d, triage %d\n%s", total, ours.Count(), out.String())
+	}
+	for _, q := range []float64{0.5, 0.99} {
+		tb := bucketQuantile(theirs, total, q)
+		ob := bucketOfUs(ours.Quantile(q))
+		t.Logf("p%.0f: bpftrace bucket %d, triage bucket %d (%.1f µs); samples %d vs %d", q*100, tb, ob, ours.Quantile(q)/1e3, total, ours.Count())
+		if d := tb - ob; d < -1 || d > 1 {
+			t.Errorf("p%.0f: bpftrace bucket %d vs triage %d: more than one log2 bucket apart\n%s", q*100, tb, ob, out.String())
+		}
+	}
+}
+
+func TestParseBpftraceHist(t *testing.T) {
+	out := "@usecs: \n[0]  5 |@|\n[1]  6 |@|\n[2, 4)  7 |@|\n[1K, 2K)  8 |@|\n"
+	c, n := parseBpftraceHist(out)
+	if n != 26 || c[0] != 5 || c[1] != 6 || c[2] != 7 || c[11] != 8 {
+		t.Fatalf("parsed %v total %d", c[:12], n)
+	}
+}

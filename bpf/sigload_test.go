@@ -1,0 +1,57 @@
+package bpf
+
+import (
+	"os"
+	"testing"
+)
+
+// requireRootForSignals skips where the machine truly cannot load BPF.
+func requireRootForSignals(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("loading BPF programs needs root (CAP_BPF + CAP_PERFMON); run the tests as root")
+	}
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		t.Skip("kernel has no BTF (/sys/kernel/btf/vmlinux): CO-RE programs cannot load")
+	}
+}
+
+var allTiers = []Tier{TierBTF, TierRaw, TierTracepoint}
+
+func TestSignalProbesLoadOnEveryTier(t *testing.T) {
+	requireRootForSignals(t)
+	for _, tier := range allTiers {
+		t.Run(tier.String(), func(t *testing.T) {
+			r, err := OpenRunqlat(RunqlatOptions{Tier: tier})
+			if err != nil {
+				t.Fatalf("runqlat: %v", err)
+			}
+			defer r.Close()
+			b, err := OpenBlkio(BlkioOptions{Tier: tier})
+			if err != nil {
+				t.Fatalf("blkio: %v", err)
+			}
+			defer b.Close()
+			s, err := OpenSyscalls(SyscallsOptions{Tier: tier})
+			if err != nil {
+				t.Fatalf("syscalls: %v", err)
+			}
+			defer s.Close()
+			c, err := OpenTCPStat(TCPStatOptions{Tier: tier})
+			if err != nil {
+				t.Fatalf("tcpstat: %v", err)
+			}
+			defer c.Close()
+			for _, got := range []Tier{r.Tier(), b.Tier(), s.Tier(), c.Tier()} {
+				if got != tier {
+					t.Fatalf("forced %v, attached %v", tier, got)
+				}
+			}
+		})
+	}
+	a, err := OpenAccept()
+	if err != nil {
+		t.Fatalf("accept: %v", err)
+	}
+	a.Close()
+}

@@ -1,0 +1,73 @@
+package bpf
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+)
+
+// TCPStatOptions configure OpenTCPStat; the zero value means auto tier.
+type TCPStatOptions struct {
+	Tier Tier
+}
+
+// TCPCounters are cumulative node-wide TCP event counts (struct
+// tcpstat_counters in tcp.bpf.c).
+type TCPCounters struct {
+	Retransmits  uint64 // tcp:tcp_retransmit_skb
+	StateChanges uint64 // sock:inet_sock_set_state for TCP sockets
+	Established  uint64 // ... whose new state is ESTABLISHED
+	Closed       uint64 // ... whose new state is CLOSE
+}
+
+var tcpstatHooks = []sigHook{
+	{group: "tcp", name: "tcp_retransmit_skb", btf: "tcpstat_btf_retransmit", raw: "tcpstat_raw_retransmit", tp: "tcpstat_tp_retransmit"},
+	{group: "sock", name: "inet_sock_set_state", btf: "tcpstat_btf_state", raw: "tcpstat_raw_state", tp: "tcpstat_tp_state"},
+}
+
+// TCPStat counts TCP retransmits and socket state changes.
+type TCPStat struct {
+	p   *sigProbe
+	buf []TCPCounters
+}
+
+// OpenTCPStat loads and attaches the TCP counter programs.
+func OpenTCPStat(opts TCPStatOptions) (*TCPStat, error) {
+	p, err := openSigProbe("tcpstat", loadTcpstat, tcpstatHooks, opts.Tier)
+	if err != nil {
+		return nil, err
+	}
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("counting possible CPUs: %w", err)
+	}
+	return &TCPStat{p: p, buf: make([]TCPCounters, n)}, nil
+}
+
+// Tier is the tier that attached.
+func (t *TCPStat) Tier() Tier { return t.p.tier }
+
+// Attempts lists the tiers tried before the one that attached.
+func (t *TCPStat) Attempts() []TierAttempt { return t.p.attempts }
+
+// Read sums the per-CPU counters.
+func (t *TCPStat) Read() (TCPCounters, error) {
+	var c TCPCounters
+	if err := t.p.mapNamed("tcpstat_counters").Lookup(uint32(0), &t.buf); err != nil {
+		return c, fmt.Errorf("reading TCP counters: %w", err)
+	}
+	for _, v := range t.buf {
+		c.Retransmits += v.Retransmits
+		c.StateChanges += v.StateChanges
+		c.Established += v.Established
+		c.Closed += v.Closed
+	}
+	return c, nil
+}
+
+// Stats reports each program's kernel run-time accounting.
+func (t *TCPStat) Stats() ([]ProgStats, error) { return t.p.stats() }
+
+// Close detaches and unloads the programs.
+func (t *TCPStat) Close() error { return t.p.Close() }

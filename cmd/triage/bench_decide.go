@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/triage-agent/triage/agent/serve/servebench"
+	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/defaultmodel"
+)
+
+func init() { registerBench("decide", runBenchDecide) }
+
+// runBenchDecide measures the decide call over the native protocol, HTTP/3
+// JSON and gRPC over TCP (TLS 1.3 for all three), side by side in one run,
+// with the model the agent serves (ONNX Runtime, the default) or the plain Go
+// forward pass of the same weights (--decider go).
+func runBenchDecide(args []string) error {
+	fs := newFlagSet("bench decide", "decide over triage/1, HTTP/3 JSON and gRPC/TLS/TCP on loopback, side by side")
+	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
+	clients := fs.Int("clients", 4, "concurrent clients (one connection each) per protocol")
+	duration := fs.Duration("duration", 2e9, "measured time per cell")
+	rate := fs.Int("rate", 5000, "total requests/s of the paced batch-1 cells")
+	batches := fs.String("batches", "1,64", "comma-separated batch sizes (1 is paced at --rate, others closed-loop)")
+	protocols := fs.String("protocols", "native,h3,grpc", "comma-separated subset of native,h3,grpc")
+	decider := fs.String("decider", "ort", "ort (the embedded model through ONNX Runtime, as the agent serves) or go (its plain Go forward pass)")
+	ortLib := fs.String("onnxruntime-lib", "", "ONNX Runtime shared library (default: $TRIAGE_ONNXRUNTIME_LIB, then the cache)")
+	addConfigFlag(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return helpIsNotAnError(err)
+	}
+	opts := servebench.Options{Clients: *clients, Duration: *duration, Rate: *rate}
+	switch *decider {
+	case "go": // servebench's default
+	case "ort":
+		sess, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{Device: "cpu", LibraryPath: *ortLib})
+		if err != nil {
+			return fmt.Errorf("loading the default model: %w", err)
+		}
+		defer sess.Close()
+		opts.Decider = sess
+	default:
+		return fmt.Errorf("--decider: %q is neither ort nor go", *decider)
+	}
+	for _, b := range strings.Split(*batches, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(b))
+		if err != nil {
+			return fmt.Errorf("--batches: %q is not a number", b)
+		}
+		opts.Batches = append(opts.Batches, n)
+	}
+	for _, p := range strings.Split(*protocols, ",") {
+		opts.Protocols = append(opts.Protocols, strings.TrimSpace(p))
+	}
+	fmt.Printf("bench decide: %d clients per protocol, %s per cell, batch 1 paced at %d req/s; GOMAXPROCS=%d, %s\n",
+		opts.Clients, opts.Duration, opts.Rate, runtime.GOMAXPROCS(0), runtime.Version())
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "protocol\tbatch\tmode\treq/s\tdecisions/s\tp50 µs\tp99 µs\tmax µs\tbytes/call\terrors\t")
+	res, err := servebench.Run(context.Background(), opts, func(c servebench.Cell) {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t\n", c.Protocol, c.Batch, c.Mode, c.RequestsPerSec, c.DecisionsPerS, c.P50Us, c.P99Us, c.MaxUs, c.BytesPerCall, c.Errors)
+		tw.Flush()
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("model %s through %s; TLS 1.3 on all three (gRPC over TCP on loopback)\n", res.Model, res.Decider)
+	if *asJSON {
+		b, _ := json.Marshal(res)
+		fmt.Println(string(b))
+	}
+	return nil
+}

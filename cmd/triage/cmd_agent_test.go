@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/triage-agent/triage/agent"
+)
+
+func TestAgentHelpDocumentsEveryFlag(t *testing.T) {
+	var cfg agent.Config
+	fs, _ := agentFlags(&cfg)
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	fs.Usage()
+	help := out.String()
+	for _, name := range []string{"quic-addr", "admin-addr", "model", "device", "onnxruntime-lib", "config", "client-ca", "token",
+		"tls-cert", "tls-key", "insecure-listen-any", "experience-dir", "flamegraph-dir", "flamegraph-interval", "shadow-model",
+		"batch-window", "queue-cap", "task-timeout", "no-ebpf", "node-name"} {
+		if !strings.Contains(help, "--"+name+" ") && !strings.Contains(help, "--"+name+"\n") {
+			t.Errorf("help lacks --%s", name)
+		}
+		if !strings.Contains(help, envName(name)) {
+			t.Errorf("help lacks %s", envName(name))
+		}
+	}
+	if !strings.Contains(help, "default: :9090; env: TRIAGE_ADMIN_ADDR") {
+		t.Errorf("admin-addr default not shown:\n%s", help)
+	}
+}
+
+func TestAgentFlagsPrecedence(t *testing.T) {
+	var cfg agent.Config
+	fs, finish := agentFlags(&cfg)
+	yaml := "quic-addr: \"127.0.0.1:5000\"\nadmin-addr: \":9999\"\ntoken: [aaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbb]\nexperience-max-bytes: 64MiB\nflamegraph-interval: 30s\n"
+	env := map[string]string{"TRIAGE_ADMIN_ADDR": ":7777", "TRIAGE_CONFIG": "agent.yaml", "TRIAGE_NODE_NAME": "node-7"}
+	err := parseFlagsFrom(fs, []string{"--flamegraph-interval", "5s"}, envOf(env), filesOf(map[string]string{"agent.yaml": yaml}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := finish(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.QUICAddr != "127.0.0.1:5000" || cfg.AdminAddr != ":7777" || cfg.NodeName != "node-7" || cfg.FlamegraphInterval != 5*time.Second {
+		t.Fatalf("cfg %+v", cfg)
+	}
+	if len(cfg.Tokens) != 2 || cfg.Tokens[1] != "bbbbbbbbbbbbbbbb" || cfg.ExperienceOptions.MaxTotalBytes != 64<<20 {
+		t.Fatalf("tokens %v, experience max %d", cfg.Tokens, cfg.ExperienceOptions.MaxTotalBytes)
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"4096": 4096, "64KiB": 64 << 10, "16MiB": 16 << 20, "1GiB": 1 << 30, "10B": 10, " 2 MiB": 2 << 20} {
+		if got, err := parseBytes(in); err != nil || got != want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1", "1TB", "99999999999GiB"} {
+		if _, err := parseBytes(bad); err == nil {
+			t.Errorf("parseBytes(%q) accepted", bad)
+		}
+	}
+}
+
+func TestAgentRejectsArguments(t *testing.T) {
+	if err := runAgent([]string{"--admin-addr", "127.0.0.1:0", "stray"}); err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// The agent config shipped in deploy/ (the manifest's ConfigMap and the
+// chart's values) must be accepted by `triage agent --config`: an unknown
+// key would stop the agent from starting on every node.
+func TestDeployConfigIsValidAgentConfig(t *testing.T) {
+	manifest, err := os.ReadFile("../../deploy/daemonset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var configs []string
+	for _, doc := range strings.Split(string(manifest), "\n---\n") {
+		var cm struct {
+			Kind string            `json:"kind"`
+			Data map[string]string `json:"data"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &cm); err == nil && cm.Kind == "ConfigMap" {
+			configs = append(configs, cm.Data["agent.yaml"])
+		}
+	}
+	values, err := os.ReadFile("../../deploy/helm/triage/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Config map[string]any `json:"config"`
+	}
+	if err := yaml.Unmarshal(values, &v); err != nil {
+		t.Fatal(err)
+	}
+	chartCfg, _ := yaml.Marshal(v.Config)
+	configs = append(configs, string(chartCfg))
+	if len(configs) != 2 {
+		t.Fatalf("found %d agent configs, want the manifest's and the chart's", len(configs))
+	}
+	for i, c := range configs {
+		var cfg agent.Config
+		fs, finish := agentFlags(&cfg)
+		err := parseFlagsFrom(fs, []string{"--config", "agent.yaml"}, envOf(nil), filesOf(map[string]string{"agent.yaml": c}))
+		if err == nil {
+			err = finish()
+		}
+		if err != nil {
+			t.Fatalf("config %d rejected: %v\n%s", i, err, c)
+		}
+		if cfg.ExperienceDir != "/var/lib/triage/experience" {
+			t.Fatalf("config %d: experience dir %q", i, cfg.ExperienceDir)
+		}
+	}
+}
+
+func TestHistQuantile(t *testing.T) {
+	bs := []bucket{{0.001, 50}, {0.002, 90}, {0.004, 100}, {math.Inf(1), 100}}
+	if got := histQuantile(bs, 0.5); got != 0.001 {
+		t.Fatalf("p50 = %v", got)
+	}
+	if got := histQuantile(bs, 0.7); math.Abs(got-0.0015) > 1e-12 {
+		t.Fatalf("p70 = %v", got)
+	}
+	if got := histQuantile(bs, 0.99); math.Abs(got-0.0038) > 1e-12 {
+		t.Fatalf("p99 = %v", got)
+	}
+	if histQuantile(nil, 0.5) != 0 {
+		t.Fatal("empty")
+	}
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/triage-agent/triage/client"
+	"github.com/triage-agent/triage/wire"
+)
+
+func init() {
+	register("decide", "ask an agent for task priorities (tasks from flags or JSON on stdin)", runDecide)
+}
+
+// maxDecideInput bounds the JSON read from stdin (the agent's default body limit).
+const maxDecideInput = 1 << 20
+
+func runDecide(args []string) error {
+	fs := newFlagSet("decide", "send task descriptors to an agent over triage/1 and print its decisions.\n"+
+		"Without --id, reads {\"tasks\":[{\"id\":1,\"class\":\"...\",\"sla_ms\":50,\"cost_ms\":5,\"tenant\":\"...\"}]} from stdin.")
+	addr := fs.String("addr", "127.0.0.1:4433", "agent QUIC address (host:port)")
+	id := fs.Uint64("id", 0, "task id (one task from flags; 0 reads JSON tasks from stdin)")
+	class := fs.String("class", "", "task class")
+	slaMs := fs.Float64("sla-ms", 0, "task latency objective, milliseconds")
+	costMs := fs.Float64("cost-ms", 0, "expected task cost, milliseconds (0 unknown)")
+	tenant := fs.String("tenant", "", "tenant")
+	asJSON := fs.Bool("json", false, "print the answer as JSON (the /v1/decide shape)")
+	insecure := fs.Bool("insecure", false, "accept any server certificate (testing only)")
+	caFile := fs.String("ca", "", "PEM file of CA certificates to verify the agent with")
+	pin := fs.String("pin-sha256", "", "hex SHA-256 of the agent's certificate (printed by triage agent)")
+	token := fs.String("token", "", "bearer token, when the agent requires one")
+	certFile := fs.String("cert", "", "client certificate (PEM) for agents started with --client-ca")
+	keyFile := fs.String("key", "", "client key (PEM) for --cert")
+	serverName := fs.String("server-name", "", "TLS server name (default the host of --addr)")
+	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
+	addConfigFlag(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return helpIsNotAnError(err)
+	}
+	var tasks []*wire.Task
+	if *id != 0 {
+		tasks = []*wire.Task{{Id: *id, Class: *class, SlaMs: float32(*slaMs), CostMs: float32(*costMs), Tenant: *tenant}}
+	} else {
+		var err error
+		if tasks, err = readTasksJSON(os.Stdin); err != nil {
+			return err
+		}
+	}
+	cfg := client.Config{PinSHA256: *pin, InsecureSkipVerify: *insecure, Token: *token, ServerName: *serverName, DialTimeout: *timeout, Streams: 1}
+	if *caFile != "" {
+		pem, err := os.ReadFile(*caFile)
+		if err != nil {
+			return fmt.Errorf("reading --ca: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--ca %s: no PEM certificate in it", *caFile)
+		}
+	}
+	if *certFile != "" || *keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+		if err != nil {
+			return fmt.Errorf("loading --cert/--key: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	c, err := client.Dial(ctx, *addr, cfg)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", *addr, err)
+	}
+	defer c.Close()
+	resp, err := c.Decide(ctx, tasks)
+	if err != nil {
+		return fmt.Errorf("deciding: %w", err)
+	}
+	out := wire.DecideResponseJSON{Decisions: wire.DecisionsToJSON(resp.GetDecisions()), Model: resp.GetModel(), StateEpoch: resp.GetStateEpoch()}
+	if *asJSON {
+		b, _ := json.Marshal(out)
+		fmt.Println(string(b))
+		return nil
+	}
+	printDecisions(os.Stdout, tasks, out)
+	return nil
+}
+
+// readTasksJSON reads a /v1/decide body, strictly and bounded.
+func readTasksJSON(r io.Reader) ([]*wire.Task, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxDecideInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading tasks from stdin: %w", err)
+	}
+	if len(data) > maxDecideInput {
+		return nil, fmt.Errorf("tasks on stdin: more than %d bytes", maxDecideInput)
+	}
+	var req wire.DecideRequestJSON
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New(`no tasks: give --id (and --class, --sla-ms, ...) or JSON {"tasks":[...]} on stdin`)
+		}
+		return nil, fmt.Errorf(`tasks on stdin are not {"tasks":[{"id","class","sla_ms","cost_ms","tenant"}]}: %w`, err)
+	}
+	if len(req.Tasks) == 0 {
+		return nil, errors.New("tasks on stdin: the list is empty")
+	}
+	return wire.TasksFromJSON(req.Tasks), nil
+}
+
+func printDecisions(w io.Writer, tasks []*wire.Task, out wire.DecideResponseJSON) {
+	fmt.Fprintf(w, "model %s, node state epoch %d\n", out.Model, out.StateEpoch)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "id\tclass\tsla_ms\tpriority\tq0\tq1\tq2\tq3\tq4\t")
+	for i, d := range out.Decisions {
+		t := tasks[i]
+		fmt.Fprintf(tw, "%d\t%s\t%g\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", d.ID, t.GetClass(), t.GetSlaMs(), d.Priority, d.Q[0], d.Q[1], d.Q[2], d.Q[3], d.Q[4])
+	}
+	tw.Flush()
+}

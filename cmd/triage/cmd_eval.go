@@ -1,0 +1,120 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/defaultmodel"
+	"github.com/triage-agent/triage/train"
+)
+
+func init() {
+	register("eval", "run the DQN and every baseline on scenarios: SLA attainment, goodput, p50/p99", runEval)
+}
+
+func runEval(args []string) error {
+	fs := newFlagSet("eval", "run the DQN (through ONNX Runtime) and every baseline on the same arrivals of each scenario")
+	var scenarios stringList
+	fs.Var(&scenarios, "scenario", "scenario file(s), repeatable or comma-separated")
+	model := fs.String("model", "", "ONNX model (default: the embedded default model)")
+	asJSON := fs.Bool("json", false, "end with one JSON object per scenario, one per line (the last line is the last scenario)")
+	plot := fs.String("plot", "", "write an SVG of SLA attainment and goodput per policy (one file; scenario name added when several)")
+	seed := fs.Int64("seed", 0, "arrival seed (0: the scenario's own)")
+	seeds := fs.Int("seeds", 1, "average every metric over this many arrival seeds: the scenario's own (or --seed), then 1000, 2000, ...")
+	device := fs.String("device", "cpu", "ONNX Runtime device: auto, cpu or cuda")
+	lib := fs.String("onnxruntime-lib", "", "ONNX Runtime shared library (default: $TRIAGE_ONNXRUNTIME_LIB, then the cache)")
+	addConfigFlag(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return helpIsNotAnError(err)
+	}
+	if len(scenarios) == 0 {
+		return errors.New("no --scenario given")
+	}
+	cfg := policy.Config{Device: *device, LibraryPath: *lib}
+	var sess *policy.Session
+	var err error
+	if *model != "" {
+		sess, err = policy.LoadFile(*model, cfg)
+	} else {
+		sess, err = policy.LoadBytes(defaultmodel.Bytes(), cfg)
+	}
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	fmt.Printf("model %s on %s\n\n", sess.Version(), sess.Device())
+
+	var lines [][]byte
+	for _, f := range scenarios {
+		sc, err := train.LoadScenario(f)
+		if err != nil {
+			return err
+		}
+		dqn := &train.DeciderPolicy{Label: "dqn", Decider: sess}
+		list := train.SeedList(*seeds)
+		list[0] = *seed
+		ev, err := train.EvaluateSeeds(sc, list, append([]train.Policy{dqn}, train.Baselines(sc)...)...)
+		if err != nil {
+			return err
+		}
+		if *seeds > 1 {
+			fmt.Printf("(means over %d arrival seeds)\n", *seeds)
+		}
+		if err := ev.WriteMarkdown(os.Stdout); err != nil {
+			return err
+		}
+		fifo := ev.Policies["fifo"].GoodputPerS
+		best, bv := ev.BestBaseline("dqn", func(m train.Metrics) float64 { return m.GoodputPerS })
+		d := ev.Policies["dqn"]
+		ratio := "inf"
+		if fifo > 0 {
+			ratio = fmt.Sprintf("%.2fx", d.GoodputPerS/fifo)
+		}
+		fmt.Printf("\ndqn goodput %s FIFO's; best baseline by goodput: %s (%.2f/s)\n\n", ratio, best, bv)
+		if *plot != "" {
+			path := *plot
+			if len(scenarios) > 1 {
+				path = fmt.Sprintf("%s.%s.svg", trimSVG(path), sc.Name)
+			}
+			if err := writeEvalPlot(path, ev); err != nil {
+				return err
+			}
+		}
+		if *asJSON {
+			b, err := ev.JSON()
+			if err != nil {
+				return err
+			}
+			lines = append(lines, b)
+		}
+	}
+	for _, l := range lines {
+		fmt.Println(string(l))
+	}
+	return nil
+}
+
+func trimSVG(p string) string {
+	if len(p) > 4 && p[len(p)-4:] == ".svg" {
+		return p[:len(p)-4]
+	}
+	return p
+}
+
+func writeEvalPlot(path string, ev *train.Evaluation) error {
+	var att, good []float64
+	for _, n := range ev.Order {
+		att = append(att, ev.Policies[n].SLAAttainment)
+		good = append(good, ev.Policies[n].GoodputPerS)
+	}
+	a := train.BarPlotSVG(ev.Scenario+": SLA attainment", ev.Order, att, "%.4f")
+	g := train.BarPlotSVG(ev.Scenario+": weighted goodput (tasks/s)", ev.Order, good, "%.1f")
+	// Two plots stacked in one self-contained SVG.
+	doc := fmt.Sprintf(`<svg xmlns="http://www.w3.org/2000/svg" width="640" height="520"><g>%s</g><g transform="translate(0 260)">%s</g></svg>`+"\n", a, g)
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		return fmt.Errorf("writing plot: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// captureStdout runs f with os.Stdout sent to a pipe and returns what it wrote.
+func captureStdout(t *testing.T, f func() error) (string, error) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = w
+	done := make(chan []byte)
+	go func() { b, _ := io.ReadAll(r); done <- b }()
+	ferr := f()
+	w.Close()
+	os.Stdout = old
+	return string(<-done), ferr
+}
+
+// `triage eval --json`: the last line is exactly the contract object, with
+// the DQN (the embedded model through ONNX Runtime) under "dqn".
+func TestEvalJSONLastLine(t *testing.T) {
+	dir := t.TempDir()
+	sc := filepath.Join(dir, "s.json")
+	os.WriteFile(sc, []byte(`{"name":"cli","seed":3,"duration_s":5,"workers":2,
+	 "arrival":{"process":"poisson","rate_per_s":50},
+	 "classes":[{"name":"a","share":1,"sla_ms":30,"cost_ms":{"dist":"exponential","mean":3}}]}`), 0o644)
+	plot := filepath.Join(dir, "p.svg")
+	out, err := captureStdout(t, func() error { return runEval([]string{"--scenario", sc, "--json", "--plot", plot}) })
+	if err != nil {
+		t.Fatalf("eval: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	var got struct {
+		Scenario string                        `json:"scenario"`
+		Policies map[string]map[string]float64 `json:"policies"`
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(lines[len(lines)-1])))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
+	}
+	if got.Scenario != "cli" || len(got.Policies) != 6 {
+		t.Fatalf("got %+v", got)
+	}
+	for _, name := range []string{"dqn", "fifo", "edf", "sjf", "static-class", "slack-rule"} {
+		if len(got.Policies[name]) != 4 {
+			t.Fatalf("policy %s: %v", name, got.Policies[name])
+		}
+	}
+	if b, err := os.ReadFile(plot); err != nil || !bytes.HasPrefix(b, []byte("<svg")) {
+		t.Fatalf("plot: %v %.40s", err, b)
+	}
+	if _, err := captureStdout(t, func() error { return runEval([]string{"--scenario", filepath.Join(dir, "missing.json")}) }); err == nil {
+		t.Fatal("a missing scenario file was accepted")
+	}
+}

@@ -1,0 +1,5 @@
+package codec
+
+import "errors"
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -1,0 +1,407 @@
+// Package e2e is the upstream side of `triage bench e2e`: an executor that
+// replays a scenario's arrivals in (compressed) real time, really runs each
+// task as CPU work on worker goroutines locked to OS threads, and serves its
+// queue either FIFO or by the priorities a triage agent answers over QUIC,
+// reporting every outcome back. Its metrics are train.Summarise's, so the
+// numbers compare with `triage eval` on the same scenario.
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/triage-agent/triage/train"
+	"github.com/triage-agent/triage/wire"
+)
+
+// Agent is what the executor asks for priorities; *client.Client implements it.
+type Agent interface {
+	Decide(ctx context.Context, tasks []*wire.Task) (*wire.DecideResponse, error)
+	ReportOutcomes(ctx context.Context, outcomes []*wire.Outcome) (int, error)
+}
+
+// Config configures one run; the zero value of each field means its default.
+type Config struct {
+	Scenario *train.Scenario
+	// Seed of the arrivals; 0 uses the scenario's.
+	Seed int64
+	// TimeScale is wall seconds per scenario second: costs, arrival gaps and
+	// the run's length are multiplied by it. 0 picks min(1, 25 s / duration),
+	// so a run takes at most about half a minute.
+	TimeScale float64
+	// Agent, when set, decides each task's priority (the agent policy);
+	// nil serves FIFO.
+	Agent Agent
+	// Label names the policy in the results; default "agent" or "fifo".
+	Label string
+	// DecideConcurrency is the number of decide calls in flight at once; default 32.
+	DecideConcurrency int
+	// ReportEvery is how often finished outcomes are sent; default 5ms.
+	ReportEvery time.Duration
+	// CPUTime makes a task's cost CPU time of its worker thread rather
+	// than wall time (see burn).
+	CPUTime bool
+	// WorkerNice is the nice value of the worker threads; default 10, so
+	// the agent and the executor's own dispatch preempt the spinning
+	// workers at once, as a node gives its control plane priority over
+	// batch work. -1 leaves them at the process's nice value.
+	WorkerNice int
+	// IDBase is added to task ids on the wire, so runs that share an agent
+	// never reuse an id.
+	IDBase uint64
+}
+
+// Result is one run.
+type Result struct {
+	Label    string
+	Outcomes []train.Outcome // in scenario units (ms of scenario time)
+	Metrics  train.Metrics
+	// DecideLatency is each decide call's round trip (request out to answer
+	// in, wall time), sorted; empty for FIFO.
+	DecideLatency []time.Duration
+	DecideErrors  int
+	ReportErrors  int
+	Wall          time.Duration
+	TimeScale     float64
+	// LateStarts counts arrivals the dispatcher released more than 2 ms
+	// after their scheduled time (a busy machine; the numbers are then
+	// less comparable).
+	LateStarts int
+}
+
+// ErrNoScenario reports a Config without a scenario.
+var ErrNoScenario = errors.New("e2e: no scenario")
+
+type run struct {
+	cfg    Config
+	sc     *train.Scenario
+	tasks  []train.Task
+	scale  float64
+	start  time.Time
+	outs   []train.Outcome
+	mu     sync.Mutex
+	cond   *sync.Cond
+	queue  taskQueue
+	seq    int
+	closed bool
+	stop   atomic.Bool
+	busy   atomic.Int32
+	done   atomic.Int64 // finished tasks
+	doneCh chan struct{}
+	report chan *wire.Outcome
+	res    Result
+}
+
+func (r *run) nowMs() float64 { return float64(time.Since(r.start).Nanoseconds()) / 1e6 }
+
+// Run replays cfg.Scenario once and returns its outcomes and metrics.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	sc := cfg.Scenario
+	if sc == nil {
+		return nil, ErrNoScenario
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = sc.Seed
+	}
+	scale := cfg.TimeScale
+	if scale <= 0 {
+		scale = math.Min(1, 25/sc.DurationS)
+	}
+	if cfg.DecideConcurrency <= 0 {
+		cfg.DecideConcurrency = 32
+	}
+	if cfg.WorkerNice == 0 {
+		cfg.WorkerNice = 10
+	}
+	if cfg.ReportEvery <= 0 {
+		cfg.ReportEvery = 5 * time.Millisecond
+	}
+	if cfg.Label == "" {
+		cfg.Label = "fifo"
+		if cfg.Agent != nil {
+			cfg.Label = "agent"
+		}
+	}
+	r := &run{cfg: cfg, sc: sc, tasks: sc.Arrivals(seed), scale: scale, doneCh: make(chan struct{}), report: make(chan *wire.Outcome, 4096)}
+	r.cond = sync.NewCond(&r.mu)
+	if cfg.Agent != nil {
+		r.queue = newPriorityQueue()
+	} else {
+		r.queue = &fifoQueue{}
+	}
+	r.outs = make([]train.Outcome, len(r.tasks))
+	for i := range r.tasks {
+		r.outs[i] = train.Outcome{Task: r.tasks[i]}
+	}
+	r.res = Result{Label: cfg.Label, TimeScale: scale}
+	if len(r.tasks) == 0 {
+		r.res.Metrics = train.Summarise(sc, r.outs)
+		return &r.res, nil
+	}
+
+	cutoffMs := sc.DurationS * 1000
+	for i := range r.tasks {
+		cutoffMs = math.Max(cutoffMs, r.tasks[i].DeadlineMs())
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// A spinning worker holds a Go P for as long as it runs: give the
+	// process enough Ps that the workers never starve the dispatcher, the
+	// client and the reporter; the kernel then schedules the threads (the
+	// workers niced below the rest).
+	prevProcs := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(max(prevProcs, sc.Workers+runtime.NumCPU()+2))
+	defer runtime.GOMAXPROCS(prevProcs)
+
+	r.start = time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < sc.Workers; w++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.worker() }()
+	}
+	var reporterWG sync.WaitGroup
+	if cfg.Agent != nil {
+		reporterWG.Add(1)
+		go func() { defer reporterWG.Done(); r.reporter(ctx) }()
+	}
+	lat := r.dispatch(ctx)
+
+	// End at the scenario's cutoff (as the simulator does) or when every
+	// task has finished, whichever is first.
+	cutoff := time.Until(r.start.Add(time.Duration(cutoffMs * scale * float64(time.Millisecond))))
+	select {
+	case <-r.doneCh:
+	case <-time.After(cutoff):
+	case <-ctx.Done():
+	}
+	r.stop.Store(true)
+	r.mu.Lock()
+	r.closed = true
+	r.cond.Broadcast()
+	r.mu.Unlock()
+	wg.Wait()
+	close(r.report)
+	reporterWG.Wait()
+	r.res.Wall = time.Since(r.start)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	util := float64(r.busy.Load()) / float64(sc.Workers)
+	for i := range r.outs {
+		o := &r.outs[i]
+		if !o.Finished {
+			o.FinishMs = math.Max(cutoffMs, o.ArrivalMs)
+			o.Phase = phaseAt(sc, cutoffMs/1000)
+			o.Reward = train.Reward(o.Phase, o.LatencyMs(), o.SLAMs, false, o.Weight, util)
+		}
+	}
+	slices.Sort(lat)
+	r.res.DecideLatency = lat
+	r.res.Outcomes = r.outs
+	r.res.Metrics = train.Summarise(sc, r.outs)
+	return &r.res, nil
+}
+
+func phaseAt(sc *train.Scenario, tSec float64) train.Phase {
+	if sc.LoadAt(tSec) > 1 || sc.Arrival.InBurst(tSec) {
+		return train.PhasePeak
+	}
+	return train.PhaseSteady
+}
+
+// dispatch releases each arrival at its (scaled) time: straight into the
+// queue for FIFO, through a decide call for the agent. It returns the
+// decide latencies once every arrival has been placed.
+func (r *run) dispatch(ctx context.Context) []time.Duration {
+	var (
+		jobs    chan int
+		latMu   sync.Mutex
+		lat     []time.Duration
+		errs    int
+		decided sync.WaitGroup
+	)
+	if r.cfg.Agent != nil {
+		jobs = make(chan int, len(r.tasks))
+		lat = make([]time.Duration, 0, len(r.tasks))
+		for k := 0; k < r.cfg.DecideConcurrency; k++ {
+			decided.Add(1)
+			go func() {
+				defer decided.Done()
+				task := &wire.Task{}
+				for i := range jobs {
+					t := &r.tasks[i]
+					*task = wire.Task{
+						Id: r.cfg.IDBase + uint64(i) + 1, Class: r.sc.Classes[t.Class].Name,
+						SlaMs: float32(t.SLAMs), CostMs: float32(t.ExpectedMs), Tenant: r.sc.Classes[t.Class].Tenant,
+					}
+					t0 := time.Now()
+					resp, err := r.cfg.Agent.Decide(ctx, []*wire.Task{task})
+					d := time.Since(t0)
+					level := 0
+					if err == nil && len(resp.GetDecisions()) == 1 {
+						level = int(resp.GetDecisions()[0].GetPriority())
+					}
+					latMu.Lock()
+					if err != nil || len(resp.GetDecisions()) != 1 || level >= 5 {
+						errs++
+						level = 0 // serve it anyway, at the lowest level
+					} else {
+						lat = append(lat, d)
+					}
+					latMu.Unlock()
+					r.enqueue(i, level)
+				}
+			}()
+		}
+	}
+	for i := range r.tasks {
+		at := r.start.Add(time.Duration(r.tasks[i].ArrivalMs * r.scale * float64(time.Millisecond)))
+		if ctx.Err() != nil {
+			break
+		}
+		if d := time.Until(at); d > 0 {
+			time.Sleep(d)
+		} else if d < -2*time.Millisecond {
+			r.res.LateStarts++
+		}
+		if jobs != nil {
+			jobs <- i
+		} else {
+			r.enqueue(i, 0)
+		}
+	}
+	if jobs != nil {
+		close(jobs)
+		decided.Wait()
+	}
+	r.res.DecideErrors = errs
+	return lat
+}
+
+func (r *run) enqueue(i, level int) {
+	t := &r.tasks[i]
+	o := &r.outs[i]
+	o.Level = level
+	q := &queued{
+		idx: i, level: level, seq: i,
+		deadlineMs: t.DeadlineMs() * r.scale, expectedMs: t.ExpectedMs * r.scale,
+	}
+	if r.cfg.Agent != nil {
+		q.key = q.deadlineMs
+	} else {
+		q.key = t.ArrivalMs
+	}
+	o.Key = q.key
+	r.mu.Lock()
+	if !r.closed {
+		r.queue.push(q)
+		r.cond.Signal()
+	}
+	r.mu.Unlock()
+}
+
+// worker serves the queue on its own OS thread until the run stops.
+func (r *run) worker() {
+	runtime.LockOSThread()
+	// The thread is niced for good: it exits with the goroutine rather than
+	// going back to the pool.
+	if n := r.cfg.WorkerNice; n > 0 {
+		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), n)
+	}
+	for {
+		r.mu.Lock()
+		for r.queue.len() == 0 && !r.closed {
+			r.cond.Wait()
+		}
+		if r.closed {
+			r.mu.Unlock()
+			if r.cfg.WorkerNice <= 0 {
+				runtime.UnlockOSThread()
+			}
+			return
+		}
+		q := r.queue.pop(r.nowMs())
+		r.mu.Unlock()
+		if q == nil {
+			continue
+		}
+		o := &r.outs[q.idx]
+		r.busy.Add(1)
+		startMs := r.nowMs()
+		ok := burn(time.Duration(o.CostMs*r.scale*float64(time.Millisecond)), r.cfg.CPUTime, &r.stop)
+		finMs := r.nowMs()
+		busy := r.busy.Add(-1) + 1
+		if !ok {
+			continue // the run ended mid-task: it stays unfinished; the loop sees closed
+		}
+		o.StartMs, o.FinishMs = startMs/r.scale, finMs/r.scale
+		o.Finished = true
+		o.Met = o.FinishMs <= o.DeadlineMs()
+		o.Phase = phaseAt(r.sc, o.FinishMs/1000)
+		o.Util = float64(busy) / float64(r.sc.Workers)
+		o.Reward = train.Reward(o.Phase, o.LatencyMs(), o.SLAMs, o.Met, o.Weight, o.Util)
+		if r.cfg.Agent != nil {
+			r.report <- &wire.Outcome{Id: r.cfg.IDBase + uint64(q.idx) + 1, LatencyMs: float32(o.LatencyMs()), SlaMet: o.Met}
+		}
+		if r.done.Add(1) == int64(len(r.tasks)) {
+			close(r.doneCh)
+		}
+	}
+}
+
+// reporter sends finished outcomes to the agent in small batches.
+func (r *run) reporter(ctx context.Context) {
+	t := time.NewTicker(r.cfg.ReportEvery)
+	defer t.Stop()
+	var batch []*wire.Outcome
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		if _, err := r.cfg.Agent.ReportOutcomes(ctx, batch); err != nil {
+			r.res.ReportErrors++
+		}
+		batch = batch[:0]
+	}
+	for {
+		select {
+		case o, ok := <-r.report:
+			if !ok {
+				flush()
+				return
+			}
+			batch = append(batch, o)
+			if len(batch) >= 256 {
+				flush()
+			}
+		case <-t.C:
+			flush()
+		}
+	}
+}
+
+// Quantile is the nearest-rank quantile of sorted durations.
+func Quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func (r *Result) String() string {
+	return fmt.Sprintf("%s: %d tasks, SLA %.4f, goodput %.2f/s, p50 %.1f ms, p99 %.1f ms (wall %v, scale %.3f)",
+		r.Label, r.Metrics.Tasks, r.Metrics.SLAAttainment, r.Metrics.GoodputPerS, r.Metrics.P50Ms, r.Metrics.P99Ms, r.Wall.Round(time.Millisecond), r.TimeScale)
+}

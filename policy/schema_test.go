@@ -1,0 +1,57 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestCheckSchemaSaysWhatDiffers(t *testing.T) {
+	renamed := CurrentMetadata("v", "")
+	renamed.Features[3], renamed.Features[11] = "class_p50", "retrans"
+	cases := []struct {
+		name string
+		meta Metadata
+		want []string
+	}{
+		{"other schema name", Metadata{Schema: "triage.state.v2", Features: FeatureNames[:]}, []string{`schema is "triage.state.v2", want "triage.state.v1"`}},
+		{"renamed features", renamed, []string{`feature 3 is "class_p50", want "class_p50_log"`, `feature 11 is "retrans", want "net_or_syscall"`}},
+		{"one feature short", Metadata{Schema: StateSchema, Features: FeatureNames[:11]}, []string{"11 features, want 12", `missing feature 11 "net_or_syscall"`}},
+		{"one feature more", Metadata{Schema: StateSchema, Features: append(FeatureNames[:], "gpu_temp")}, []string{"13 features, want 12", `extra feature 12 "gpu_temp"`}},
+		{"no features at all", Metadata{Schema: StateSchema}, []string{"0 features, want 12", "and 5 more"}},
+	}
+	for _, c := range cases {
+		err := CheckSchema(c.meta)
+		if !errors.Is(err, ErrSchemaMismatch) {
+			t.Errorf("%s: error %v, want ErrSchemaMismatch", c.name, err)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", c.name, err, w)
+			}
+		}
+	}
+	if err := CheckSchema(CurrentMetadata("v", "")); err != nil {
+		t.Errorf("current metadata: %v", err)
+	}
+}
+
+// TestLoadRefusesWrongSchema writes a real model with another schema and
+// checks that loading it names the difference.
+func TestLoadRefusesWrongSchema(t *testing.T) {
+	meta := BootstrapMetadata()
+	meta.Schema = "triage.state.v0"
+	meta.Features = append([]string(nil), meta.Features...)
+	meta.Features[6] = "runq_mean_log"
+	_, err := LoadBytes(mustMarshal(t, BootstrapMLP(), meta), Config{Device: DeviceCPU})
+	if !errors.Is(err, ErrSchemaMismatch) {
+		t.Fatalf("error %v, want ErrSchemaMismatch", err)
+	}
+	for _, w := range []string{`"triage.state.v0"`, `feature 6 is "runq_mean_log", want "runq_p50_log"`} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+	t.Logf("wrong schema: %v", err)
+}

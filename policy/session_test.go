@@ -1,0 +1,119 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// TestSessionMatchesForward checks ORT against the Go forward pass on the
+// same weights, for several shapes and batch sizes.
+func TestSessionMatchesForward(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	shapes := [][]int{nil, {16}, {64, 64}, {128, 32, 16}}
+	for _, hidden := range shapes {
+		m := randomMLP(rng, hidden...)
+		s := loadCPU(t, mustMarshal(t, m, testMetadata("rand")))
+		ref := NewGoDecider(m, testMetadata("rand"))
+		for _, n := range []int{1, 3, 256, 1500} {
+			states := randomStates(rng, n)
+			got := make([]Decision, n)
+			want := make([]Decision, n)
+			if err := s.Decide(states, got); err != nil {
+				t.Fatalf("hidden %v batch %d: Decide: %v", hidden, n, err)
+			}
+			if err := ref.Decide(states, want); err != nil {
+				t.Fatalf("GoDecider: %v", err)
+			}
+			var maxErr float64
+			for i := range got {
+				for a := range got[i].Q {
+					maxErr = math.Max(maxErr, math.Abs(float64(got[i].Q[a]-want[i].Q[a])))
+				}
+			}
+			if maxErr >= 1e-5 {
+				t.Errorf("hidden %v batch %d: max abs error %g, want < 1e-5", hidden, n, maxErr)
+			}
+			t.Logf("hidden %v batch %d: max abs error %.3g", hidden, n, maxErr)
+		}
+	}
+}
+
+// TestSessionConcurrentDecide runs callers of mixed batch sizes at once;
+// every answer must match the Go forward pass, and Close must wait.
+func TestSessionConcurrentDecide(t *testing.T) {
+	m := randomMLP(rand.New(rand.NewPCG(31, 32)), 32, 32)
+	s := loadCPU(t, mustMarshal(t, m, testMetadata("conc")))
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 99))
+			var q [NumActions]float32
+			for range 50 {
+				states := randomStates(rng, 1+rng.IntN(300))
+				out := make([]Decision, len(states))
+				if err := s.Decide(states, out); err != nil {
+					errs <- err
+					return
+				}
+				for i := range states {
+					m.Forward(&states[i], &q, nil)
+					for a := range q {
+						if math.Abs(float64(out[i].Q[a]-q[a])) >= 1e-5 {
+							errs <- fmt.Errorf("goroutine %d state %d action %d: %v vs %v", g, i, a, out[i].Q[a], q[a])
+							return
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestSessionClosed(t *testing.T) {
+	s, err := LoadBytes(mustMarshal(t, BootstrapMLP(), BootstrapMetadata()), Config{Device: DeviceCPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := s.Decide([]State{Neutral}, make([]Decision, 1)); !errors.Is(err, ErrClosed) {
+		t.Errorf("Decide after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.onnx")
+	if err := os.WriteFile(path, mustMarshal(t, BootstrapMLP(), BootstrapMetadata()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadFile(path, Config{Device: DeviceCPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Version() != BootstrapVersion || s.Metadata().Schema != StateSchema {
+		t.Errorf("version %q schema %q", s.Version(), s.Metadata().Schema)
+	}
+	if _, err := LoadFile(filepath.Join(dir, "missing.onnx"), Config{}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}

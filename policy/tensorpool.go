@@ -1,0 +1,83 @@
+package policy
+
+import (
+	"fmt"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// ioTensors is one input/output tensor pair of a fixed batch size, with the
+// Value slices Run takes, so a call allocates nothing of its own.
+type ioTensors struct {
+	n       int
+	in, out *ort.Tensor[float32]
+	inputs  []ort.Value
+	outputs []ort.Value
+}
+
+// tensorPool keeps idle tensor pairs by batch size. Tensors own C memory, so
+// the pool is an explicit free list (sync.Pool would drop them without
+// Destroy) bounded per size and in total.
+type tensorPool struct {
+	mu    sync.Mutex
+	free  map[int][]*ioTensors
+	total int
+}
+
+const (
+	maxIdlePerSize = 8   // about the concurrency one node's callers reach
+	maxIdleTotal   = 256 // caps the memory kept for rare batch sizes
+)
+
+func (p *tensorPool) get(n int) (*ioTensors, error) {
+	p.mu.Lock()
+	if l := p.free[n]; len(l) > 0 {
+		io := l[len(l)-1]
+		p.free[n] = l[:len(l)-1]
+		p.total--
+		p.mu.Unlock()
+		return io, nil
+	}
+	p.mu.Unlock()
+	in, err := ort.NewEmptyTensor[float32](ort.NewShape(int64(n), NumFeatures))
+	if err != nil {
+		return nil, fmt.Errorf("creating input tensor for %d states: %w", n, err)
+	}
+	out, err := ort.NewEmptyTensor[float32](ort.NewShape(int64(n), NumActions))
+	if err != nil {
+		in.Destroy()
+		return nil, fmt.Errorf("creating output tensor for %d states: %w", n, err)
+	}
+	return &ioTensors{n: n, in: in, out: out, inputs: []ort.Value{in}, outputs: []ort.Value{out}}, nil
+}
+
+func (p *tensorPool) put(io *ioTensors) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.free == nil {
+		p.free = map[int][]*ioTensors{}
+	}
+	if len(p.free[io.n]) >= maxIdlePerSize || p.total >= maxIdleTotal {
+		io.destroy()
+		return
+	}
+	p.free[io.n] = append(p.free[io.n], io)
+	p.total++
+}
+
+func (p *tensorPool) destroy() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.free {
+		for _, io := range l {
+			io.destroy()
+		}
+	}
+	p.free, p.total = nil, 0
+}
+
+func (io *ioTensors) destroy() {
+	io.in.Destroy()
+	io.out.Destroy()
+}

@@ -1,0 +1,93 @@
+package train
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSharedAndOwnScenariosParse(t *testing.T) {
+	files, _ := filepath.Glob("../../shared/scenarios/*.json")
+	own, _ := filepath.Glob("../testdata/scenarios/*.json")
+	files = append(files, own...)
+	if len(own) < 5 {
+		t.Fatalf("want at least 5 training scenarios in testdata/scenarios, have %d", len(own))
+	}
+	for _, f := range files {
+		sc, err := LoadScenario(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if sc.MeanCostMs() <= 0 {
+			t.Errorf("%s: mean cost %v", f, sc.MeanCostMs())
+		}
+	}
+}
+
+func TestSharedSteadyLoad(t *testing.T) {
+	sc, err := LoadScenario("../../shared/scenarios/steady.json")
+	if err != nil {
+		t.Skipf("shared scenarios not on this machine: %v", err)
+	}
+	// The README: mean cost about 31 ms, so 4 workers serve about 127 tasks/s.
+	if m := sc.MeanCostMs(); m < 30 || m > 33 {
+		t.Errorf("mean cost %.2f ms, README says about 31", m)
+	}
+}
+
+const goodScenario = `{"name":"x","seed":1,"duration_s":10,"workers":2,
+ "arrival":{"process":"poisson","rate_per_s":10},
+ "classes":[{"name":"a","share":0.5,"sla_ms":10,"cost_ms":{"dist":"constant","value":1}},
+            {"name":"b","share":0.5,"sla_ms":100,"cost_ms":{"dist":"exponential","mean":5},"tenant":"t","weight":2}]}`
+
+func TestParseScenarioRejects(t *testing.T) {
+	if _, err := ParseScenario([]byte(goodScenario)); err != nil {
+		t.Fatalf("good scenario refused: %v", err)
+	}
+	cases := []struct{ name, old, new, want string }{
+		{"unknown field", `"seed":1`, `"seed":1,"sede":2`, "unknown field"},
+		{"shares", `"share":0.5,"sla_ms":100`, `"share":0.4,"sla_ms":100`, "shares add up"},
+		{"pareto alpha", `{"dist":"exponential","mean":5}`, `{"dist":"pareto","min":1,"alpha":1}`, "alpha must be > 1"},
+		{"negative sla", `"sla_ms":10`, `"sla_ms":-10`, "sla_ms must be positive"},
+		{"negative cost", `"value":1`, `"value":-1`, "must be a positive number"},
+		{"missing param", `{"dist":"exponential","mean":5}`, `{"dist":"exponential"}`, "missing mean"},
+		{"foreign param", `{"dist":"exponential","mean":5}`, `{"dist":"exponential","mean":5,"alpha":2}`, "does not belong"},
+		{"unknown dist", `"dist":"constant"`, `"dist":"gamma"`, "unknown dist"},
+		{"missing name", `"name":"x",`, ``, "missing name"},
+		{"zero workers", `"workers":2`, `"workers":0`, "workers must be"},
+		{"process", `"poisson"`, `"uniform"`, "not supported"},
+		{"burst", `"rate_per_s":10}`, `"rate_per_s":10,"bursts":[{"at_s":1,"for_s":-1,"factor":2}]}`, "for_s must be positive"},
+		{"lognormal order", `{"dist":"constant","value":1}`, `{"dist":"lognormal","median":5,"p99":2}`, "must be above median"},
+		{"duplicate class", `"name":"b"`, `"name":"a"`, "appears twice"},
+		{"trailing", goodScenario, goodScenario + `{}`, "trailing data"},
+		{"huge", `"rate_per_s":10`, `"rate_per_s":1000000,"ramp_to_per_s":1000000`, "arrivals, at most"},
+		{"type", `"workers":2`, `"workers":"two"`, "cannot unmarshal"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := strings.Replace(goodScenario, c.old, c.new, 1)
+			if c.name == "huge" {
+				src = strings.Replace(src, `"duration_s":10`, `"duration_s":86400`, 1)
+			}
+			if src == goodScenario && c.name != "trailing" {
+				t.Fatalf("test case does not change the scenario")
+			}
+			_, err := ParseScenario([]byte(src))
+			if err == nil || !errors.Is(err, ErrBadScenario) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an ErrBadScenario saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestMalformedFile(t *testing.T) {
+	_, err := LoadScenario("testdata/malformed.json")
+	if err == nil || !errors.Is(err, ErrBadScenario) || !strings.Contains(err.Error(), "malformed.json") {
+		t.Fatalf("got %v, want an ErrBadScenario naming the file", err)
+	}
+	if _, err := LoadScenario("testdata/does-not-exist.json"); err == nil {
+		t.Fatal("missing file accepted")
+	}
+}

@@ -1,0 +1,142 @@
+package train
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/triage-agent/triage/policy"
+)
+
+// signals synthesises the kernel-signal features a real node would show,
+// from the simulator's own state, so a policy trained here learns to read
+// the same features the agent reads from eBPF. The shapes are chosen to be
+// what those signals do on a CPU-bound node, not calibrated to one machine:
+//
+//   - CPU utilisation: busy workers / workers, smoothed over 200 ms (as a
+//     /proc/stat or eBPF sampler over a short window would).
+//   - run-queue latency: a few µs on an idle node, rising steeply as
+//     utilisation approaches 1 and with the number of runnable tasks queued
+//     per worker; p99 several times p50.
+//   - accept-queue fill: 0 until the queue holds more than two tasks per
+//     worker (the service stops accepting promptly), then rising to 1 at
+//     eighteen per worker.
+//   - block-I/O p99 and TCP retransmits: mostly noise, slightly worse with load.
+//   - class p50/p99 service time: from the last 256 finished tasks of the class.
+//
+// The noise is drawn from its own stream, a fixed number of draws per
+// arrival, so two policies on the same seed see the same noise sequence.
+type signals struct {
+	sc       *Scenario
+	queueCap int
+	r        *rand.Rand
+	util     float64
+	lastT    float64
+	classes  []classStat
+}
+
+const utilTauMs = 200.0
+
+func newSignals(sc *Scenario, queueCap int, seed int64) *signals {
+	return &signals{
+		sc: sc, queueCap: queueCap,
+		r:       rand.New(rand.NewPCG(uint64(seed), 0x7472696167650003)),
+		classes: make([]classStat, len(sc.Classes)),
+	}
+}
+
+// advance moves the utilisation average to t; busy is the worker count
+// since the previous call.
+func (g *signals) advance(t float64, busy, workers int) {
+	dt := t - g.lastT
+	if dt <= 0 {
+		return
+	}
+	target := float64(busy) / float64(workers)
+	g.util += (target - g.util) * (1 - math.Exp(-dt/utilTauMs))
+	g.lastT = t
+}
+
+func (g *signals) noise(sigma float64) float64 { return math.Exp(sigma * g.r.NormFloat64()) }
+
+// state builds the state vector of task o arriving now with queueLen tasks
+// decided and not finished (including o's predecessors in service).
+func (g *signals) state(o *Outcome, queueLen int, now float64) policy.State {
+	w := float64(g.sc.Workers)
+	perWorker := float64(queueLen) / w
+	u := g.util
+	n1, n2, n3, n4 := g.noise(0.2), g.noise(0.3), g.noise(0.3), g.noise(0.5)
+	runqP50 := 4 * (1 + 40*math.Pow(u, 4)) * (1 + math.Log1p(perWorker)) * n1
+	cs := &g.classes[o.Class]
+	p50, p99 := math.NaN(), math.NaN()
+	if cs.n > 0 {
+		p50, p99 = cs.p50, cs.p99
+	}
+	in := policy.Inputs{
+		QueueLen: float64(queueLen), QueueCap: float64(g.queueCap),
+		RemainingMs: o.DeadlineMs() - now, SLAMs: o.SLAMs,
+		CostMs:     o.ExpectedMs,
+		ClassP50Ms: p50, ClassP99Ms: p99,
+		AccelMemFill:    0,
+		RunqP50Us:       runqP50,
+		RunqP99Us:       runqP50 * (4 + 6*u) * n2,
+		AcceptQueueFill: math.Min(1, math.Max(0, (perWorker-2)/16)),
+		BlkioP99Us:      300 * (1 + u) * n3,
+		CPUUtil:         u,
+		RetransFraction: 0.002 * (1 + 2*u) * n4,
+	}
+	return policy.Vector(&in)
+}
+
+// phase is the reward phase at t seconds: peak when the offered load is
+// above capacity or a burst is on, else steady. The simulator never swaps
+// models, so it never reports PhaseModelUpdate; the agent does.
+func (g *signals) phase(tSec float64) Phase {
+	if g.sc.LoadAt(tSec) > 1 || g.sc.Arrival.InBurst(tSec) {
+		return PhasePeak
+	}
+	return PhaseSteady
+}
+
+func (g *signals) finished(o *Outcome) { g.classes[o.Class].add(o.CostMs) }
+
+// classStat keeps a class's recent service times and their quantiles,
+// recomputed every 16 additions (the agent's summaries are similarly lazy).
+type classStat struct {
+	ring     [256]float64
+	n, next  int
+	pending  int
+	p50, p99 float64
+	scratch  []float64
+}
+
+func (c *classStat) add(ms float64) {
+	c.ring[c.next] = ms
+	c.next = (c.next + 1) % len(c.ring)
+	if c.n < len(c.ring) {
+		c.n++
+	}
+	c.pending++
+	if c.n < 16 || c.pending >= 16 {
+		c.pending = 0
+		c.scratch = append(c.scratch[:0], c.ring[:c.n]...)
+		slices.Sort(c.scratch)
+		c.p50 = quantileSorted(c.scratch, 0.5)
+		c.p99 = quantileSorted(c.scratch, 0.99)
+	}
+}
+
+// quantileSorted is the nearest-rank quantile of sorted xs.
+func quantileSorted(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	if i < 0 {
+		i = 0
+	}
+	if i >= len(xs) {
+		i = len(xs) - 1
+	}
+	return xs[i]
+}

@@ -1,0 +1,338 @@
+package train
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/triage-agent/triage/policy"
+)
+
+// Policy assigns each task its place in the node's queue, once, at arrival.
+//
+// The executor contract (the simulator here, the e2e executor elsewhere):
+// a free worker takes the queued task with the highest level; within a
+// level the one with the smallest key; ties by arrival order. Priority
+// policies use level = priority 0..4 and key = deadline (EDF within a
+// level); whole-queue baselines use level 0 and their own key (arrival
+// time for FIFO, deadline for EDF, expected cost for SJF). Service is
+// non-preemptive and work-conserving.
+type Policy interface {
+	Name() string
+	Assign(t *Task, v *NodeView) (level int, key float64, err error)
+}
+
+// Outcome is what happened to one task.
+type Outcome struct {
+	Task
+	Level    int
+	Key      float64
+	State    policy.State // the state vector the decision saw
+	StartMs  float64
+	FinishMs float64
+	Finished bool
+	Met      bool
+	Phase    Phase
+	Util     float64 // CPU utilisation when it finished
+	Reward   float64 // the reward of DESIGN.md (0 when unfinished: see finishUnserved)
+	// Harm is the reward this task's start took from the tasks it
+	// overtook (see simulator.harmOf); only tracked with SimConfig.TrackHarm.
+	Harm float64
+}
+
+// LatencyMs is finish − arrival; for an unfinished task it is the time it
+// had waited when the run ended (a lower bound).
+func (o *Outcome) LatencyMs() float64 { return o.FinishMs - o.ArrivalMs }
+
+// SimConfig tunes a run. The zero value means defaults.
+type SimConfig struct {
+	// Seed of the arrivals and the signal noise; 0 uses the scenario's.
+	Seed int64
+	// QueueCap is the denominator of feature 0 (queue fill); 0 means 64 per worker.
+	QueueCap int
+	// TrackHarm computes each task's Harm (costs a queue scan per start).
+	TrackHarm bool
+	// OnDecide, when set, is called after each decision; OnFinish after
+	// each finished task, in simulated-time order. They let the trainer
+	// learn while the run goes on.
+	OnDecide func(o *Outcome)
+	OnFinish func(o *Outcome)
+}
+
+// ErrBadAction is returned when a policy answers a level outside 0..4.
+var ErrBadAction = errors.New("policy returned a level outside 0..4")
+
+// Run simulates sc under p and returns one outcome per task, in arrival order.
+func Run(sc *Scenario, p Policy, cfg SimConfig) ([]Outcome, error) {
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = sc.Seed
+	}
+	return RunTasks(sc, sc.Arrivals(seed), p, cfg)
+}
+
+// RunTasks simulates pre-generated arrivals (so callers can pair policies on
+// exactly the same tasks without regenerating them).
+func RunTasks(sc *Scenario, tasks []Task, p Policy, cfg SimConfig) ([]Outcome, error) {
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = sc.Seed
+	}
+	s := newSimulator(sc, cfg, seed)
+	out := make([]Outcome, len(tasks))
+	for i := range tasks {
+		out[i] = Outcome{Task: tasks[i]}
+	}
+	s.out = out
+	s.running.out = out
+	s.queue = newQueue(p, &s.out)
+	if err := s.run(p); err != nil {
+		return nil, fmt.Errorf("simulating %s under %s: %w", sc.Name, p.Name(), err)
+	}
+	return out, nil
+}
+
+type simulator struct {
+	sc      *Scenario
+	cfg     SimConfig
+	out     []Outcome
+	queue   queue
+	running runningHeap
+	now     float64
+	sig     *signals
+	view    NodeView
+	workers int
+	// queuedWork is the expected work (ms) queued at each level, for NodeView.
+	queuedWork [policy.NumActions + 1]float64
+}
+
+func newSimulator(sc *Scenario, cfg SimConfig, seed int64) *simulator {
+	qc := cfg.QueueCap
+	if qc <= 0 {
+		qc = 64 * sc.Workers
+	}
+	s := &simulator{sc: sc, cfg: cfg, workers: sc.Workers}
+	s.sig = newSignals(sc, qc, seed)
+	return s
+}
+
+func (s *simulator) run(p Policy) error {
+	next := 0
+	cutoff := s.sc.DurationS * 1000
+	for i := range s.out {
+		cutoff = math.Max(cutoff, s.out[i].DeadlineMs())
+	}
+	for {
+		// Completions before arrivals at the same instant: the freed worker
+		// is then available to the arrival.
+		tArr := math.Inf(1)
+		if next < len(s.out) {
+			tArr = s.out[next].ArrivalMs
+		}
+		tFin := math.Inf(1)
+		if s.running.Len() > 0 {
+			tFin = s.out[s.running.h[0]].FinishMs
+		}
+		if math.IsInf(tArr, 1) && math.IsInf(tFin, 1) {
+			break
+		}
+		if math.Min(tArr, tFin) > cutoff {
+			break
+		}
+		if tFin <= tArr {
+			s.advance(tFin)
+			idx := heap.Pop(&s.running).(int)
+			s.finish(idx)
+		} else {
+			s.advance(tArr)
+			if err := s.arrive(next, p); err != nil {
+				return err
+			}
+			next++
+		}
+		s.dispatch()
+	}
+	s.advance(cutoff)
+	for i := range s.out {
+		if !s.out[i].Finished {
+			s.out[i].FinishMs = math.Max(cutoff, s.out[i].ArrivalMs)
+			s.out[i].Phase = s.sig.phase(cutoff / 1000)
+			s.out[i].Reward = Reward(s.out[i].Phase, s.out[i].LatencyMs(), s.out[i].SLAMs, false, s.out[i].Weight, s.sig.util)
+		}
+	}
+	return nil
+}
+
+func (s *simulator) advance(t float64) {
+	s.sig.advance(t, s.running.Len(), s.workers)
+	s.now = t
+}
+
+func (s *simulator) arrive(i int, p Policy) error {
+	o := &s.out[i]
+	o.State = s.sig.state(o, s.queue.Len()+s.running.Len(), s.now)
+	s.view.sim, s.view.Now, s.view.Workers, s.view.State = s, s.now, s.workers, o.State
+	level, key, err := p.Assign(&o.Task, &s.view)
+	if err != nil {
+		return fmt.Errorf("task %d: %w", o.ID, err)
+	}
+	if level < 0 || level >= policy.NumActions {
+		return fmt.Errorf("task %d: %w: %d", o.ID, ErrBadAction, level)
+	}
+	if math.IsNaN(key) {
+		key = math.Inf(1)
+	}
+	o.Level, o.Key = level, key
+	s.queue.push(i)
+	s.queuedWork[level] += o.ExpectedMs
+	if s.cfg.OnDecide != nil {
+		s.cfg.OnDecide(o)
+	}
+	return nil
+}
+
+func (s *simulator) dispatch() {
+	for s.running.Len() < s.workers && s.queue.Len() > 0 {
+		idx := s.queue.pop(s.now)
+		o := &s.out[idx]
+		s.queuedWork[o.Level] -= o.ExpectedMs
+		o.StartMs = s.now
+		o.FinishMs = s.now + o.CostMs
+		if s.cfg.TrackHarm {
+			o.Harm = s.harmOf(o)
+		}
+		heap.Push(&s.running, idx)
+	}
+}
+
+// harmOf prices what a task takes from the tasks it overtakes by starting
+// now. The reference order is EDF: every queued task with an earlier
+// deadline waits about cost/workers longer because this one went first.
+// For each such task j it adds, in reward units of the phase,
+//
+//   - w_sla·weight_j·min(1, delay/slack_j) when j can still meet its SLA
+//     (slack_j = deadline − now − expected cost > 0): the share of j's
+//     chance the delay uses up; already-doomed tasks cost nothing, which is
+//     exactly why overtaking them is right;
+//   - w_lat·min(delay, room_j)/(2·SLA_j), the loss in j's latency_penalty,
+//     where room_j is how far j still is from the penalty's 2·SLA cap.
+//
+// The latency part keeps the price symmetric with the task's own reward,
+// which also gains from lower latency.
+func (s *simulator) harmOf(o *Outcome) float64 {
+	delay := o.CostMs / float64(s.workers)
+	w := PhaseWeights[s.sig.phase(s.now/1000)]
+	h := 0.0
+	s.queue.each(func(j int) {
+		q := &s.out[j]
+		if q.DeadlineMs() >= o.DeadlineMs() {
+			return // EDF would have served o first anyway
+		}
+		if slack := q.DeadlineMs() - s.now - q.ExpectedMs; slack > 0 {
+			h += w.SLA * q.Weight * math.Min(1, delay/slack)
+		}
+		if room := 2*q.SLAMs - (s.now - q.ArrivalMs); room > 0 {
+			h += w.Lat * math.Min(delay, room) / (2 * q.SLAMs)
+		}
+	})
+	return h
+}
+
+func (s *simulator) finish(idx int) {
+	o := &s.out[idx]
+	o.Finished = true
+	o.Met = o.FinishMs <= o.DeadlineMs()
+	o.Phase = s.sig.phase(s.now / 1000)
+	o.Util = s.sig.util
+	o.Reward = Reward(o.Phase, o.LatencyMs(), o.SLAMs, o.Met, o.Weight, o.Util)
+	s.sig.finished(o)
+	if s.cfg.OnFinish != nil {
+		s.cfg.OnFinish(o)
+	}
+}
+
+// NodeView is what a policy may look at when it assigns a task: the state
+// vector the simulator synthesised for it, and for hand-written rules the
+// queue itself.
+type NodeView struct {
+	sim     *simulator
+	Now     float64
+	Workers int
+	State   policy.State
+
+	freeTimes []float64
+}
+
+// WaitMs estimates how long a task placed at level would wait to start:
+// the expected work queued at that level or above that can still meet its
+// deadline is water-filled onto the
+// workers from the times they free up (idle ones at 0, busy ones when their
+// task's expected cost runs out). The first worker left free after that
+// takes the task.
+func (v *NodeView) WaitMs(level int) float64 {
+	// Only queued work that can still make its deadline counts: the
+	// executor runs late work after all of it (see priorityQueue).
+	q := 0.0
+	v.sim.queue.each(func(i int) {
+		o := &v.sim.out[i]
+		if o.Level >= level && v.Now+o.ExpectedMs <= o.DeadlineMs() {
+			q += o.ExpectedMs
+		}
+	})
+	free := v.freeTimes[:0]
+	for _, idx := range v.sim.running.h {
+		o := &v.sim.out[idx]
+		free = append(free, math.Max(0, o.StartMs+o.ExpectedMs-v.Now))
+	}
+	for len(free) < v.Workers {
+		free = append(free, 0)
+	}
+	slices.Sort(free)
+	v.freeTimes = free
+	// Raise a water level W over the sorted free times until the area
+	// between them and W holds q.
+	for k := 1; k <= len(free); k++ {
+		next := math.Inf(1)
+		if k < len(free) {
+			next = free[k]
+		}
+		// With the first k workers under water, level W = (q + Σ f_i)/k.
+		sum := 0.0
+		for _, f := range free[:k] {
+			sum += f
+		}
+		w := (q + sum) / float64(k)
+		if w <= next {
+			return w
+		}
+	}
+	return free[len(free)-1]
+}
+
+// Busy is the number of workers serving a task.
+func (v *NodeView) Busy() int { return v.sim.running.Len() }
+
+// runningHeap is a heap of indices of tasks in service, by finish time.
+type runningHeap struct {
+	h   []int
+	out []Outcome
+}
+
+func (r runningHeap) Len() int { return len(r.h) }
+func (r runningHeap) Less(a, b int) bool {
+	x, y := &r.out[r.h[a]], &r.out[r.h[b]]
+	if x.FinishMs != y.FinishMs {
+		return x.FinishMs < y.FinishMs
+	}
+	return x.ID < y.ID
+}
+func (r runningHeap) Swap(a, b int) { r.h[a], r.h[b] = r.h[b], r.h[a] }
+func (r *runningHeap) Push(x any)   { r.h = append(r.h, x.(int)) }
+func (r *runningHeap) Pop() any {
+	n := len(r.h) - 1
+	v := r.h[n]
+	r.h = r.h[:n]
+	return v
+}

@@ -1,0 +1,70 @@
+package wire
+
+// Code numbers the application errors of the native protocol. The same value
+// is used as the QUIC stream error code (CancelRead/CancelWrite), the QUIC
+// connection error code (CloseWithError) and Error.code in an Error message,
+// so a peer that sees any one of them knows what went wrong.
+type Code uint32
+
+const (
+	CodeOK                 Code = 0x0
+	CodeMalformed          Code = 0x101 // not a frame, not a message, or a message out of place
+	CodeFrameTooLarge      Code = 0x102 // length prefix beyond the frame limit
+	CodeUnknownBase        Code = 0x103 // delta against a base the receiver does not hold
+	CodeChecksum           Code = 0x104 // decoded payload does not match its hash
+	CodeBodyTooLarge       Code = 0x105 // compressed body would expand past the limit
+	CodeBatchTooLarge      Code = 0x106 // more tasks or outcomes than the limit
+	CodeUnauthenticated    Code = 0x107 // missing or wrong token / certificate
+	CodeTooManyConnections Code = 0x108 // connection limit (total or per client address)
+	CodeInternal           Code = 0x109 // the backend failed
+	CodeShutdown           Code = 0x10a // the agent is shutting down
+	CodeUnsupported        Code = 0x10b // protocol version or mode not supported
+	CodeIdle               Code = 0x10c // handshake (Hello) not sent in time
+)
+
+var codeNames = map[Code]string{
+	CodeOK:                 "ok",
+	CodeMalformed:          "malformed",
+	CodeFrameTooLarge:      "frame too large",
+	CodeUnknownBase:        "unknown base",
+	CodeChecksum:           "checksum mismatch",
+	CodeBodyTooLarge:       "body too large",
+	CodeBatchTooLarge:      "batch too large",
+	CodeUnauthenticated:    "unauthenticated",
+	CodeTooManyConnections: "too many connections",
+	CodeInternal:           "internal error",
+	CodeShutdown:           "shutting down",
+	CodeUnsupported:        "unsupported",
+	CodeIdle:               "hello timeout",
+}
+
+func (c Code) String() string {
+	if n, ok := codeNames[c]; ok {
+		return n
+	}
+	return "code 0x" + hexDigits(uint32(c))
+}
+
+func hexDigits(v uint32) string {
+	const digits = "0123456789abcdef"
+	if v == 0 {
+		return "0"
+	}
+	var b [8]byte
+	i := len(b)
+	for v > 0 {
+		i--
+		b[i] = digits[v&0xf]
+		v >>= 4
+	}
+	return string(b[i:])
+}
+
+// ProtocolVersion is the version a client states in Hello.
+const ProtocolVersion = 1
+
+// ALPN names of the two protocols on the agent's UDP port.
+const (
+	ALPNNative = "triage/1"
+	ALPNHTTP3  = "h3"
+)

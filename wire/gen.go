@@ -1,0 +1,3 @@
+package wire
+
+//go:generate protoc --proto_path=proto --go_out=. --go_opt=paths=source_relative triage.proto
