@@ -5,7 +5,7 @@ GO        ?= go
 BIN       := bin/triage
 ORT_LIB    = $(shell ./scripts/fetch-onnxruntime.sh)
 export TRIAGE_ONNXRUNTIME_LIB ?= $(ORT_LIB)
-TEST_FLAGS ?= -timeout 40m -p 2
+TEST_FLAGS ?= -count=1 -timeout 40m -p 2
 
 .PHONY: all run test build deps ort generate bench model vet fmt clean
 
