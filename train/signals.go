@@ -3,7 +3,6 @@ package train
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/triage-agent/triage/policy"
 )
@@ -32,7 +31,7 @@ type signals struct {
 	r        *rand.Rand
 	util     float64
 	lastT    float64
-	classes  []classStat
+	classes  []policy.ClassWindow // the agent keeps the same statistic (agent/state)
 }
 
 const utilTauMs = 200.0
@@ -41,7 +40,7 @@ func newSignals(sc *Scenario, queueCap int, seed int64) *signals {
 	return &signals{
 		sc: sc, queueCap: queueCap,
 		r:       rand.New(rand.NewPCG(uint64(seed), 0x7472696167650003)),
-		classes: make([]classStat, len(sc.Classes)),
+		classes: make([]policy.ClassWindow, len(sc.Classes)),
 	}
 }
 
@@ -67,11 +66,7 @@ func (g *signals) state(o *Outcome, queueLen int, now float64) policy.State {
 	u := g.util
 	n1, n2, n3, n4 := g.noise(0.2), g.noise(0.3), g.noise(0.3), g.noise(0.5)
 	runqP50 := 4 * (1 + 40*math.Pow(u, 4)) * (1 + math.Log1p(perWorker)) * n1
-	cs := &g.classes[o.Class]
-	p50, p99 := math.NaN(), math.NaN()
-	if cs.n > 0 {
-		p50, p99 = cs.p50, cs.p99
-	}
+	p50, p99, _ := g.classes[o.Class].Stats()
 	in := policy.Inputs{
 		QueueLen: float64(queueLen), QueueCap: float64(g.queueCap),
 		RemainingMs: o.DeadlineMs() - now, SLAMs: o.SLAMs,
@@ -98,45 +93,8 @@ func (g *signals) phase(tSec float64) Phase {
 	return PhaseSteady
 }
 
-func (g *signals) finished(o *Outcome) { g.classes[o.Class].add(o.CostMs) }
+func (g *signals) finished(o *Outcome) { g.classes[o.Class].Add(o.CostMs) }
 
-// classStat keeps a class's recent service times and their quantiles,
-// recomputed every 16 additions (the agent's summaries are similarly lazy).
-type classStat struct {
-	ring     [256]float64
-	n, next  int
-	pending  int
-	p50, p99 float64
-	scratch  []float64
-}
-
-func (c *classStat) add(ms float64) {
-	c.ring[c.next] = ms
-	c.next = (c.next + 1) % len(c.ring)
-	if c.n < len(c.ring) {
-		c.n++
-	}
-	c.pending++
-	if c.n < 16 || c.pending >= 16 {
-		c.pending = 0
-		c.scratch = append(c.scratch[:0], c.ring[:c.n]...)
-		slices.Sort(c.scratch)
-		c.p50 = quantileSorted(c.scratch, 0.5)
-		c.p99 = quantileSorted(c.scratch, 0.99)
-	}
-}
-
-// quantileSorted is the nearest-rank quantile of sorted xs.
-func quantileSorted(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	i := int(math.Ceil(q*float64(len(xs)))) - 1
-	if i < 0 {
-		i = 0
-	}
-	if i >= len(xs) {
-		i = len(xs) - 1
-	}
-	return xs[i]
-}
+// quantileSorted is the nearest-rank quantile of sorted xs (policy's, so
+// reports and features use one definition).
+func quantileSorted(xs []float64, q float64) float64 { return policy.NearestRank(xs, q) }

@@ -2,8 +2,9 @@ package state
 
 import (
 	"math"
-	"slices"
 	"sync"
+
+	"github.com/triage-agent/triage/policy"
 )
 
 // DefaultMaxClasses bounds how many task classes ClassStats tracks: a class
@@ -24,30 +25,14 @@ func ClassKey(class string) string {
 	return class
 }
 
-// The window and laziness of the class statistics are the simulator's
-// (train/signals.go classStat): the last classWindow finished tasks, the
-// quantiles nearest-rank, recomputed every classRecompute additions (on
-// every addition while a class has fewer samples). Training and serving
-// must read the same statistic, so change both together.
-const (
-	classWindow    = 256
-	classRecompute = 16
-)
-
-// ClassStats keeps, per task class, the service times of its last 256
-// finished tasks and their p50, p99 and mean. Safe for concurrent use.
+// ClassStats keeps, per task class, a policy.ClassWindow: the service times
+// of its last 256 finished tasks and their p50, p99 and mean — the same
+// statistic the simulator in train/ keeps, so training and serving read the
+// class features alike. Safe for concurrent use.
 type ClassStats struct {
 	mu      sync.Mutex
 	max     int
-	classes map[string]*classRing
-}
-
-type classRing struct {
-	ring          [classWindow]float64
-	n, next       int
-	pending       int
-	p50, p99, avg float64
-	scratch       []float64
+	classes map[string]*policy.ClassWindow
 }
 
 // NewClassStats tracks up to maxClasses classes (0 means DefaultMaxClasses).
@@ -55,7 +40,7 @@ func NewClassStats(maxClasses int) *ClassStats {
 	if maxClasses <= 0 {
 		maxClasses = DefaultMaxClasses
 	}
-	return &ClassStats{max: maxClasses, classes: map[string]*classRing{}}
+	return &ClassStats{max: maxClasses, classes: map[string]*policy.ClassWindow{}}
 }
 
 // Observe records one finished task's service time. Negative, NaN and
@@ -73,40 +58,10 @@ func (c *ClassStats) Observe(class string, latencyMs float64) {
 		if len(c.classes) >= c.max {
 			return
 		}
-		r = &classRing{}
+		r = &policy.ClassWindow{}
 		c.classes[class] = r
 	}
-	r.add(latencyMs)
-}
-
-func (r *classRing) add(ms float64) {
-	r.ring[r.next] = ms
-	r.next = (r.next + 1) % len(r.ring)
-	if r.n < len(r.ring) {
-		r.n++
-	}
-	r.pending++
-	if r.n < classRecompute || r.pending >= classRecompute {
-		r.pending = 0
-		r.scratch = append(r.scratch[:0], r.ring[:r.n]...)
-		slices.Sort(r.scratch)
-		r.p50 = nearestRank(r.scratch, 0.5)
-		r.p99 = nearestRank(r.scratch, 0.99)
-		sum := 0.0
-		for _, x := range r.scratch {
-			sum += x
-		}
-		r.avg = sum / float64(r.n)
-	}
-}
-
-// nearestRank is the nearest-rank q-quantile of sorted xs (NaN when empty).
-func nearestRank(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
+	r.Add(latencyMs)
 }
 
 // Stats returns the class's service-time p50, p99 and mean in ms over its
@@ -117,11 +72,11 @@ func (c *ClassStats) Stats(class string) (p50, p99, mean float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.classes[class]
-	if !ok || r.n == 0 {
+	if !ok {
 		nan := math.NaN()
 		return nan, nan, nan
 	}
-	return r.p50, r.p99, r.avg
+	return r.Stats()
 }
 
 // P50, P99 and MeanMs are the parts of Stats. MeanMs is the cost estimate
