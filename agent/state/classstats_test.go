@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The quantiles are the simulator's (train/signals.go): nearest rank over
+// The quantiles are the simulator's (policy.ClassWindow, which train/ keeps too): nearest rank over
 // the last 256 samples, recomputed every 16 additions once a class has 16.
 func TestClassStatsMatchSimulatorSemantics(t *testing.T) {
 	c := NewClassStats(0)
