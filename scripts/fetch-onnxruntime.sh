@@ -18,7 +18,17 @@ if [ -f "$LIB" ] && [ "$(sha256sum "$LIB" | cut -d' ' -f1)" = "$want" ]; then
   echo "$LIB"
   exit 0
 fi
-command -v npm >/dev/null || { echo "fetch-onnxruntime: npm is needed (apt-get install -y npm)" >&2; exit 1; }
+if ! command -v npm >/dev/null; then
+  # A fresh Debian machine has no npm; install it from Debian's packages when we can.
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    echo "fetch-onnxruntime: installing npm (Debian package) to fetch onnxruntime-node" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >&2
+  else
+    echo "fetch-onnxruntime: npm is needed (apt-get install -y npm)" >&2
+    exit 1
+  fi
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && npm pack --silent "onnxruntime-node@${ORT_VERSION}" >/dev/null)
