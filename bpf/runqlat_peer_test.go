@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/triage-agent/triage/internal/testenv"
 )
 
 // bpftraceRunqlat is bpftrace's runqlat tool (tools/runqlat.bt) reduced to
@@ -75,7 +77,7 @@ func TestRunqlatAgreesWithBpftrace(t *testing.T) {
 	requireRootForSignals(t)
 	bt, err := exec.LookPath("bpftrace")
 	if err != nil {
-		t.Skip("bpftrace not installed (scripts/install-build-deps.sh installs it)")
+		testenv.Unavailable(t, "bpftrace not installed")
 	}
 	r, err := OpenRunqlat(RunqlatOptions{})
 	if err != nil {

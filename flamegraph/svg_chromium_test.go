@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/triage-agent/triage/internal/cdp"
+	"github.com/triage-agent/triage/internal/testenv"
 )
 
 const screenshotPath = "../testdata/flamegraph/screenshot.png"
@@ -22,7 +23,7 @@ const screenshotPath = "../testdata/flamegraph/screenshot.png"
 // kept under testdata.
 func TestSVGInChromium(t *testing.T) {
 	if _, err := cdp.FindBrowser(); err != nil {
-		t.Skip("chromium not installed (Debian package chromium)")
+		testenv.Unavailable(t, "chromium not installed (Debian package chromium)")
 	}
 	var svg bytes.Buffer
 	if err := WriteSVG(&svg, syntheticProfile(1), SVGOptions{Title: "synthetic profile"}); err != nil {

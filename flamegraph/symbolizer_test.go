@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/triage-agent/triage/internal/testenv"
 )
 
 //go:noinline
@@ -43,7 +45,7 @@ func TestSymbolizeOwnProcess(t *testing.T) {
 // keeps unnamed addresses as module+offset.
 func TestSymbolizeCBinary(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not installed")
+		testenv.Unavailable(t, "gcc not installed")
 	}
 	bin := filepath.Join(t.TempDir(), "hotc")
 	if out, err := exec.Command("gcc", "-O1", "-fno-inline", "-o", bin, "../testdata/flamegraph/hotc/hot.c").CombinedOutput(); err != nil {

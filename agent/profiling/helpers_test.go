@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"github.com/triage-agent/triage/internal/testenv"
 )
 
 func requireRoot(t *testing.T) {
@@ -76,7 +77,7 @@ func buildGoTarget(t *testing.T, flags ...string) string {
 func buildCTarget(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not installed")
+		testenv.Unavailable(t, "gcc not installed")
 	}
 	buildMu.Lock()
 	defer buildMu.Unlock()

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/triage-agent/triage/internal/testenv"
 )
 
 // foldPerfScript folds `perf script` output (one block per sample: a header
@@ -69,7 +71,7 @@ func TestTopFiveAgreesWithPerf(t *testing.T) {
 	requireRoot(t)
 	perf, err := exec.LookPath("perf")
 	if err != nil {
-		t.Skip("perf (Debian linux-perf) not installed")
+		testenv.Unavailable(t, "perf (Debian linux-perf) not installed")
 	}
 	bin := buildGoTarget(t)
 	cmd := startTarget(t, bin, "-mode", "mix", "-duration", "30s")

@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/triage-agent/triage/internal/testenv"
 )
 
 // TestClickAndType drives a small page with real input events.
 func TestClickAndType(t *testing.T) {
 	if _, err := FindBrowser(); err != nil {
-		t.Skip("chromium not installed (Debian package chromium)")
+		testenv.Unavailable(t, "chromium not installed (Debian package chromium)")
 	}
 	page := filepath.Join(t.TempDir(), "p.html")
 	html := `<html><body><button id="b" style="width:200px;height:50px" onclick="document.body.dataset.clicked='yes'">x</button>
