@@ -16,6 +16,7 @@ import (
 // The agent is the endpoint's serve.Backend.
 
 type decideScratch struct {
+	descs  []state.Descriptor
 	states []policy.State
 	out    []policy.Decision
 }
@@ -39,12 +40,12 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 	sc := scratchPool.Get().(*decideScratch)
 	n := len(tasks)
 	if cap(sc.states) < n {
-		sc.states, sc.out = make([]policy.State, n), make([]policy.Decision, n)
+		sc.descs, sc.states, sc.out = make([]state.Descriptor, n), make([]policy.State, n), make([]policy.Decision, n)
 	}
-	states, out := sc.states[:n], sc.out[:n]
+	descs, states, out := sc.descs[:n], sc.states[:n], sc.out[:n]
 	for i, t := range tasks {
-		d := descriptor(t)
-		states[i] = a.asm.BuildTask(&node.reading.Node, &d, qlen, start)
+		descs[i] = descriptor(t)
+		states[i] = a.asm.BuildTask(&node.reading.Node, &descs[i], qlen, start)
 	}
 	version, err := a.batch.decide(ctx, states, out)
 	if err != nil {
@@ -67,7 +68,7 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 		msgs[i].Id, msgs[i].Priority, msgs[i].Q = tasks[i].GetId(), uint32(out[i].Priority), q
 		res[i] = &msgs[i]
 		p := &pendingTask{
-			id: tasks[i].GetId(), desc: descriptor(tasks[i]),
+			id: tasks[i].GetId(), desc: descs[i],
 			state: states[i], action: uint8(out[i].Priority), q: out[i].Q, model: version, decidedAt: now,
 		}
 		for _, ev := range a.tracker.add(p, nil) {
