@@ -146,7 +146,11 @@ func TestThousandsOfStreams(t *testing.T) {
 			}
 			t.Fatalf("OpenStream %d: %v", i, err)
 		}
-		str.Write([]byte{0}) // a partial frame: holds the stream open on the server
+		// A length prefix announcing 16 bytes that never come: a partial
+		// frame, which holds the stream open on the server. (A 0 byte would
+		// be a whole, invalid frame: the server would reset the stream and
+		// hand its credit back, racing the count below.)
+		str.Write([]byte{16})
 		open = append(open, str)
 	}
 	if len(open) > limit {
