@@ -89,8 +89,8 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 // skipped (its decision came from before a restart, or it timed out).
 func (a *Agent) ReportOutcomes(_ context.Context, outs []*wire.Outcome) error {
 	for _, o := range outs {
-		if l := o.GetLatencyMs(); math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) || l < 0 {
-			return fmt.Errorf("outcome %d: latency_ms %v is not a duration", o.GetId(), l)
+		if err := wire.CheckOutcome(o); err != nil {
+			return err
 		}
 	}
 	now := time.Now()
@@ -102,10 +102,16 @@ func (a *Agent) ReportOutcomes(_ context.Context, outs []*wire.Outcome) error {
 			continue
 		}
 		lat := float64(o.GetLatencyMs())
-		// An outcome carries the task's latency (arrival to finish), not its
-		// pure service time; it is the class's service-time sample. Under a
-		// long queue it reads higher than the simulator's service time.
-		a.asm.Classes().Observe(p.desc.Class, lat)
+		// Features 3 and 4 are the class's service times, as the simulator
+		// trains them. An outcome without service_ms only has the latency,
+		// which includes the wait: under a long queue it makes every class
+		// look long, and the policy then sends urgent work to the
+		// background tier. So service_ms, when the upstream reports it.
+		svc := lat
+		if s := float64(o.GetServiceMs()); s > 0 {
+			svc = s
+		}
+		a.asm.Classes().Observe(p.desc.Class, svc)
 		a.finished(p, node, now, lat, o.GetSlaMet(), false)
 	}
 	return nil

@@ -67,3 +67,44 @@ func TestORTAndGoAgreeInTheSimulator(t *testing.T) {
 		}
 	}
 }
+
+// The bar, checked from a clean checkout: on each held-out shared
+// scenario, on its own seed, the embedded default model through ONNX
+// Runtime reaches at least every baseline's SLA attainment, and on
+// overload its weighted goodput is above the best baseline's and at least
+// 3.8× FIFO's. The simulator and the model are deterministic, so this is a
+// regression test of the shipped model, not a statistical one.
+func TestDefaultModelAtLeastEveryBaselineHeldOut(t *testing.T) {
+	sess, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{Device: policy.DeviceCPU})
+	if err != nil {
+		t.Fatalf("loading the default model through ONNX Runtime: %v", err)
+	}
+	defer sess.Close()
+	for _, name := range []string{"steady", "bursty", "overload"} {
+		sc, err := train.LoadScenario("../testdata/heldout/" + name + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := train.Evaluate(sc, 0, append([]train.Policy{&train.DeciderPolicy{Label: "dqn", Decider: sess}}, train.Baselines(sc)...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dqn := ev.Policies["dqn"]
+		for _, p := range ev.Order[1:] {
+			if b := ev.Policies[p]; b.SLAAttainment > dqn.SLAAttainment {
+				t.Errorf("%s: %s SLA attainment %.4f above the DQN's %.4f", name, p, b.SLAAttainment, dqn.SLAAttainment)
+			}
+		}
+		best, gp := ev.BestBaseline("dqn", func(m train.Metrics) float64 { return m.GoodputPerS })
+		t.Logf("%s: dqn SLA %.4f goodput %.2f/s; best baseline by goodput %s %.2f/s", name, dqn.SLAAttainment, dqn.GoodputPerS, best, gp)
+		if name != "overload" {
+			continue
+		}
+		if dqn.GoodputPerS <= gp {
+			t.Errorf("overload: DQN goodput %.2f/s not above %s's %.2f/s", dqn.GoodputPerS, best, gp)
+		}
+		if fifo := ev.Policies["fifo"].GoodputPerS; dqn.GoodputPerS < 3.8*fifo {
+			t.Errorf("overload: DQN goodput %.2f/s under 3.8× FIFO's %.2f/s", dqn.GoodputPerS, fifo)
+		}
+	}
+}

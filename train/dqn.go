@@ -41,6 +41,21 @@ type DQNConfig struct {
 	// HarmWeight scales the displacement price in the training reward (see
 	// TrainingReward); default 1.
 	HarmWeight float64
+	// BlameWeight scales the blocking price (Outcome.Blame, see
+	// assignBlame) in the training reward: default 6 (DefaultBlameWeight),
+	// negative for none. Blame is known only when the episode ends, so with
+	// it the episode's transitions are added to the replay then; it needs
+	// Gamma 0, and with a positive Gamma the default is none.
+	BlameWeight float64
+	// MissingSources is, per training episode, the probability that each
+	// kernel-signal source is absent (its features neutral, as on a node
+	// without it; SimConfig.MissingSources): default 0.3
+	// (DefaultMissingSources), negative for none. Why: a network trained
+	// with every source present learns to lean on one. The first model
+	// with the background tier read accept-queue fill as its load signal,
+	// and on a node whose listener is not watched (fill 0, the neutral
+	// value) it sent every task to the background.
+	MissingSources float64
 	// EpisodeSeconds caps each training episode's simulated duration
 	// (default 60 s), so one episode of a long scenario stays short.
 	EpisodeSeconds float64
@@ -123,6 +138,15 @@ func (c DQNConfig) withDefaults() DQNConfig {
 	def(&c.HuberDelta, 1)
 	def(&c.GradClip, 10)
 	def(&c.HarmWeight, 1)
+	if c.MissingSources == 0 {
+		c.MissingSources = DefaultMissingSources
+	}
+	if c.BlameWeight == 0 {
+		c.BlameWeight = DefaultBlameWeight
+		if c.Gamma > 0 {
+			c.BlameWeight = -1
+		}
+	}
 	def(&c.EpisodeSeconds, 60)
 	defI(&c.EvalEvery, 4)
 	defI(&c.ValidationSeeds, 1)
@@ -134,6 +158,15 @@ func (c DQNConfig) withDefaults() DQNConfig {
 	def(&c.DemoEpsilon, 0.2)
 	return c
 }
+
+// DefaultBlameWeight is the blame weight of the default model: with 1 the
+// network did not leave enough long work in the background tier; 4 and 6
+// did, 6 the best in real execution (docs/training.md has the runs).
+const DefaultBlameWeight = 6
+
+// DefaultMissingSources is the default model's per-episode probability of
+// each kernel-signal source being absent.
+const DefaultMissingSources = 0.5
 
 // ErrNoScenarios is returned by TrainDQN without scenarios.
 var ErrNoScenarios = errors.New("no training scenarios")
@@ -178,8 +211,12 @@ type TrainResult struct {
 // the reward, so a short urgent task pays almost nothing to go first and a
 // long task pays for every deadline it pushes out: the selfish best answer
 // per task becomes the one that is good for the node.
-func TrainingReward(o *Outcome, harmWeight float64) float64 {
-	return o.Reward - harmWeight*o.Harm
+//
+// BlameWeight × Blame adds the waits a task caused without overtaking
+// anyone (assignBlame): taking the last free worker ahead of urgent
+// arrivals. It is what makes the background tier worth choosing.
+func TrainingReward(o *Outcome, harmWeight, blameWeight float64) float64 {
+	return o.Reward - harmWeight*o.Harm - max(0, blameWeight)*o.Blame
 }
 
 type trainer struct {
@@ -214,6 +251,9 @@ func TrainDQN(scenarios []*Scenario, cfg DQNConfig) (*TrainResult, error) {
 		return nil, ErrNoScenarios
 	}
 	cfg = cfg.withDefaults()
+	if cfg.BlameWeight > 0 && cfg.Gamma > 0 {
+		return nil, errors.New("training with a blame weight needs gamma 0: blame is known only when the episode ends")
+	}
 	val, err := newValidator(scenarios, cfg)
 	if err != nil {
 		return nil, err
@@ -399,9 +439,13 @@ func (tr *trainer) episode(sc *Scenario, seed int64) (EpisodeStats, error) {
 		}
 		pending[id] = t
 	}
+	blame := tr.cfg.BlameWeight > 0
 	cfg := SimConfig{
-		Seed:      seed,
-		TrackHarm: true,
+		Seed:       seed,
+		TrackHarm:  true,
+		TrackBlame: blame,
+		// A negative setting is "none"; SimConfig only draws for > 0.
+		MissingSources: tr.cfg.MissingSources,
 		OnDecide: func(o *Outcome) {
 			states = append(states, o.State)
 			if t, ok := pending[o.ID-1]; ok {
@@ -415,7 +459,10 @@ func (tr *trainer) episode(sc *Scenario, seed int64) (EpisodeStats, error) {
 			}
 		},
 		OnFinish: func(o *Outcome) {
-			push(o.ID, Transition{S: o.State, A: uint8(o.Level), R: float32(TrainingReward(o, tr.cfg.HarmWeight)), Done: tr.cfg.Gamma == 0, Teacher: teach(o.ID)})
+			if blame {
+				return // added with its blame when the run ends
+			}
+			push(o.ID, Transition{S: o.State, A: uint8(o.Level), R: float32(TrainingReward(o, tr.cfg.HarmWeight, tr.cfg.BlameWeight)), Done: tr.cfg.Gamma == 0, Teacher: teach(o.ID)})
 		},
 	}
 	out, err := Run(sc, explorer{tr}, cfg)
@@ -425,8 +472,8 @@ func (tr *trainer) episode(sc *Scenario, seed int64) (EpisodeStats, error) {
 	// What never finished still taught something: the episode's end is
 	// terminal for those tasks and for any whose successor never came.
 	for i := range out {
-		if !out[i].Finished {
-			tr.buf.add(Transition{S: out[i].State, A: uint8(out[i].Level), R: float32(TrainingReward(&out[i], tr.cfg.HarmWeight)), Done: true, Teacher: teach(i)})
+		if !out[i].Finished || blame {
+			tr.buf.add(Transition{S: out[i].State, A: uint8(out[i].Level), R: float32(TrainingReward(&out[i], tr.cfg.HarmWeight, tr.cfg.BlameWeight)), Done: true, Teacher: teach(i)})
 		}
 	}
 	for id := range len(out) {

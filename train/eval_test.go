@@ -34,7 +34,7 @@ func TestEvalJSONShape(t *testing.T) {
 	if err := json.Unmarshal(got["policies"], &pols); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"random", "fifo", "edf", "sjf", "static-class", "slack-rule"} {
+	for _, name := range []string{"random", "fifo", "edf", "sjf", "static-class", "slack-rule", "reserve-rule"} {
 		m, ok := pols[name]
 		if !ok {
 			t.Fatalf("policy %s missing from %s", name, b)

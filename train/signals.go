@@ -32,16 +32,40 @@ type signals struct {
 	util     float64
 	lastT    float64
 	classes  []policy.ClassWindow // the agent keeps the same statistic (agent/state)
+	missing  [numSources]bool     // sources this node lacks: their features are neutral
 }
+
+// The kernel-signal sources a node may lack, each feeding its own features.
+const (
+	srcRunq   = iota // features 6, 7
+	srcAccept        // 8: needs a watched listening socket
+	srcBlkio         // 9
+	srcCPU           // 10
+	srcNet           // 11
+	numSources
+)
 
 const utilTauMs = 200.0
 
-func newSignals(sc *Scenario, queueCap int, seed int64) *signals {
-	return &signals{
+// newSignals starts the signals of one run. With missing > 0 each source
+// is, with that probability and for the whole run, absent, as on a node
+// without BTF, without the service's listener watched, or without
+// privilege: its features take their neutral values, exactly as the agent
+// reports them there. The draw has its own stream, so the noise sequence,
+// and with missing 0 every result, is unchanged.
+func newSignals(sc *Scenario, queueCap int, seed int64, missing float64) *signals {
+	g := &signals{
 		sc: sc, queueCap: queueCap,
 		r:       rand.New(rand.NewPCG(uint64(seed), 0x7472696167650003)),
 		classes: make([]policy.ClassWindow, len(sc.Classes)),
 	}
+	if missing > 0 {
+		m := rand.New(rand.NewPCG(uint64(seed), 0x7472696167650004))
+		for i := range g.missing {
+			g.missing[i] = m.Float64() < missing
+		}
+	}
+	return g
 }
 
 // advance moves the utilisation average to t; busy is the worker count
@@ -79,6 +103,22 @@ func (g *signals) state(o *Outcome, queueLen int, now float64) policy.State {
 		BlkioP99Us:      300 * (1 + u) * n3,
 		CPUUtil:         u,
 		RetransFraction: 0.002 * (1 + 2*u) * n4,
+	}
+	nan := math.NaN() // Vector's "unknown": the neutral value
+	if g.missing[srcRunq] {
+		in.RunqP50Us, in.RunqP99Us = nan, nan
+	}
+	if g.missing[srcAccept] {
+		in.AcceptQueueFill = nan
+	}
+	if g.missing[srcBlkio] {
+		in.BlkioP99Us = nan
+	}
+	if g.missing[srcCPU] {
+		in.CPUUtil = nan
+	}
+	if g.missing[srcNet] {
+		in.RetransFraction = nan
 	}
 	return policy.Vector(&in)
 }

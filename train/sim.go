@@ -40,6 +40,10 @@ type Outcome struct {
 	// Harm is the reward this task's start took from the tasks it
 	// overtook (see simulator.harmOf); only tracked with SimConfig.TrackHarm.
 	Harm float64
+	// Blame is this task's share of the waits it caused (see assignBlame);
+	// only computed with SimConfig.TrackBlame.
+	Blame   float64
+	Started bool
 }
 
 // LatencyMs is finish − arrival; for an unfinished task it is the time it
@@ -54,6 +58,11 @@ type SimConfig struct {
 	QueueCap int
 	// TrackHarm computes each task's Harm (costs a queue scan per start).
 	TrackHarm bool
+	// TrackBlame computes each task's Blame when the run ends.
+	TrackBlame bool
+	// MissingSources is the probability that each kernel-signal source is
+	// absent for the whole run (its features neutral); see newSignals.
+	MissingSources float64
 	// OnDecide, when set, is called after each decision; OnFinish after
 	// each finished task, in simulated-time order. They let the trainer
 	// learn while the run goes on.
@@ -114,7 +123,7 @@ func newSimulator(sc *Scenario, cfg SimConfig, seed int64) *simulator {
 		qc = 64 * sc.Workers
 	}
 	s := &simulator{sc: sc, cfg: cfg, workers: sc.Workers}
-	s.sig = newSignals(sc, qc, seed)
+	s.sig = newSignals(sc, qc, seed, cfg.MissingSources)
 	return s
 }
 
@@ -162,6 +171,9 @@ func (s *simulator) run(p Policy) error {
 			s.out[i].Reward = Reward(s.out[i].Phase, s.out[i].LatencyMs(), s.out[i].SLAMs, false, s.out[i].Weight, s.sig.util)
 		}
 	}
+	if s.cfg.TrackBlame {
+		assignBlame(s.out, cutoff)
+	}
 	return nil
 }
 
@@ -195,10 +207,13 @@ func (s *simulator) arrive(i int, p Policy) error {
 
 func (s *simulator) dispatch() {
 	for s.running.Len() < s.workers && s.queue.Len() > 0 {
-		idx := s.queue.pop(s.now)
+		idx := s.queue.pop(s.now, LowestLevel(s.running.Len(), s.workers))
+		if idx < 0 {
+			return
+		}
 		o := &s.out[idx]
 		s.queuedWork[o.Level] -= o.ExpectedMs
-		o.StartMs = s.now
+		o.StartMs, o.Started = s.now, true
 		o.FinishMs = s.now + o.CostMs
 		if s.cfg.TrackHarm {
 			o.Harm = s.harmOf(o)

@@ -194,3 +194,43 @@ func TestSignalsRiseWithLoad(t *testing.T) {
 		}
 	}
 }
+
+// A run whose node lacks every kernel-signal source shows their neutral
+// values, as the agent does there; a run with MissingSources 0 is the
+// plain run, bit for bit.
+func TestMissingSourcesAreNeutral(t *testing.T) {
+	sc := tinyScenario(t, 70)
+	plain, err := Run(sc, FIFO{}, SimConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Run(sc, FIFO{}, SimConfig{MissingSources: 0})
+	none, _ := Run(sc, FIFO{}, SimConfig{MissingSources: 1})
+	for i := range plain {
+		if plain[i].State != again[i].State {
+			t.Fatalf("task %d: MissingSources 0 changed the state", i)
+		}
+		for f := 6; f < policy.NumFeatures; f++ {
+			if none[i].State[f] != policy.Neutral[f] {
+				t.Fatalf("task %d: feature %s is %v with every source missing, want neutral %v", i, policy.FeatureNames[f], none[i].State[f], policy.Neutral[f])
+			}
+		}
+		// Task features do not come from kernel sources.
+		if none[i].State[0] != plain[i].State[0] || none[i].State[2] != plain[i].State[2] {
+			t.Fatalf("task %d: queue or cost feature changed with the sources", i)
+		}
+	}
+	// Some, not all, sources go missing at 0.5 over a few runs.
+	seen := map[bool]bool{}
+	for seed := int64(1); seed <= 8; seed++ {
+		out, _ := Run(sc, FIFO{}, SimConfig{Seed: seed, MissingSources: 0.5})
+		present := false
+		for i := range out {
+			present = present || out[i].State[8] != policy.Neutral[8]
+		}
+		seen[present] = true
+	}
+	if !seen[true] || !seen[false] {
+		t.Errorf("accept-queue source present in all or none of 8 runs at probability 0.5: %v", seen)
+	}
+}

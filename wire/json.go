@@ -38,6 +38,7 @@ type OutcomeJSON struct {
 	ID        uint64  `json:"id"`
 	LatencyMs float32 `json:"latency_ms"`
 	SLAMet    bool    `json:"sla_met"`
+	ServiceMs float32 `json:"service_ms,omitempty"` // start to finish; 0 or absent = unknown
 }
 
 // OutcomeReportJSON is the body of POST /v1/outcomes.
@@ -94,7 +95,7 @@ func DecisionsToJSON(in []*Decision) []DecisionJSON {
 func OutcomesFromJSON(in []OutcomeJSON) []*Outcome {
 	out := make([]*Outcome, len(in))
 	for i, o := range in {
-		out[i] = &Outcome{Id: o.ID, LatencyMs: o.LatencyMs, SlaMet: o.SLAMet}
+		out[i] = &Outcome{Id: o.ID, LatencyMs: o.LatencyMs, SlaMet: o.SLAMet, ServiceMs: o.ServiceMs}
 	}
 	return out
 }

@@ -335,10 +335,14 @@ func (x *DecideResponse) GetStateEpoch() uint64 {
 
 // Outcome reports how a decided task went; it becomes the reward.
 type Outcome struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	LatencyMs     float32                `protobuf:"fixed32,2,opt,name=latency_ms,json=latencyMs,proto3" json:"latency_ms,omitempty"`
-	SlaMet        bool                   `protobuf:"varint,3,opt,name=sla_met,json=slaMet,proto3" json:"sla_met,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	LatencyMs float32                `protobuf:"fixed32,2,opt,name=latency_ms,json=latencyMs,proto3" json:"latency_ms,omitempty"` // arrival to finish
+	SlaMet    bool                   `protobuf:"varint,3,opt,name=sla_met,json=slaMet,proto3" json:"sla_met,omitempty"`
+	// Start to finish: the task's own service time, what the class
+	// statistics (features 3 and 4) are made of. 0 = not known; the agent then
+	// uses latency_ms, which reads high while tasks queue.
+	ServiceMs     float32 `protobuf:"fixed32,4,opt,name=service_ms,json=serviceMs,proto3" json:"service_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -392,6 +396,13 @@ func (x *Outcome) GetSlaMet() bool {
 		return x.SlaMet
 	}
 	return false
+}
+
+func (x *Outcome) GetServiceMs() float32 {
+	if x != nil {
+		return x.ServiceMs
+	}
+	return 0
 }
 
 type OutcomeReport struct {
@@ -1136,12 +1147,14 @@ const file_triage_proto_rawDesc = "" +
 	"\tdecisions\x18\x02 \x03(\v2\x18.triage.wire.v1.DecisionR\tdecisions\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12\x1f\n" +
 	"\vstate_epoch\x18\x04 \x01(\x04R\n" +
-	"stateEpoch\"Q\n" +
+	"stateEpoch\"p\n" +
 	"\aOutcome\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\n" +
 	"latency_ms\x18\x02 \x01(\x02R\tlatencyMs\x12\x17\n" +
-	"\asla_met\x18\x03 \x01(\bR\x06slaMet\"[\n" +
+	"\asla_met\x18\x03 \x01(\bR\x06slaMet\x12\x1d\n" +
+	"\n" +
+	"service_ms\x18\x04 \x01(\x02R\tserviceMs\"[\n" +
 	"\rOutcomeReport\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x123\n" +
 	"\boutcomes\x18\x02 \x03(\v2\x17.triage.wire.v1.OutcomeR\boutcomes\"D\n" +

@@ -109,8 +109,8 @@ func (b *PolicyBackend) Decide(_ context.Context, tasks []*wire.Task) ([]*wire.D
 // ReportOutcomes implements Backend.
 func (b *PolicyBackend) ReportOutcomes(_ context.Context, outs []*wire.Outcome) error {
 	for _, o := range outs {
-		if l := o.GetLatencyMs(); math.IsNaN(float64(l)) || l < 0 {
-			return fmt.Errorf("outcome %d: latency_ms %v is not a duration", o.GetId(), l)
+		if err := wire.CheckOutcome(o); err != nil {
+			return err
 		}
 	}
 	b.outcomes.Add(int64(len(outs)))

@@ -25,6 +25,7 @@ import (
 	"github.com/triage-agent/triage/client"
 	"github.com/triage-agent/triage/experience"
 	"github.com/triage-agent/triage/internal/e2e"
+	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/train"
 )
 
@@ -46,6 +47,7 @@ func runBenchE2E(args []string) error {
 	concurrency := fs.Int("concurrency", 32, "decide calls in flight at once")
 	noEBPF := fs.Bool("no-ebpf", false, "run the agent without eBPF (procfs signals, no profiler)")
 	cpuTime := fs.Bool("cpu-time", false, "count a task's cost as its worker's CPU time instead of wall time (oversubscribed machines then serve slower)")
+	baseline := fs.String("baseline", "reserve-rule", "hand-written rule to run on the same real workers, between FIFO and the agent: reserve-rule, static-class or none")
 	keep := fs.String("keep-dir", "", "keep the agent's experience log and flame graphs here (\"\": a temporary directory, removed)")
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -65,6 +67,17 @@ func runBenchE2E(args []string) error {
 		return fmt.Errorf("FIFO run: %w", err)
 	}
 	fmt.Println(fifo)
+	var rule *e2e.Result
+	if *baseline != "" && *baseline != "none" {
+		p, err := e2eBaseline(*baseline, sc)
+		if err != nil {
+			return err
+		}
+		if rule, err = e2e.Run(ctx, e2e.Config{Scenario: sc, Seed: *seed, TimeScale: *scale, CPUTime: *cpuTime, Rule: p}); err != nil {
+			return fmt.Errorf("%s run: %w", *baseline, err)
+		}
+		fmt.Println(rule)
+	}
 
 	dir := *keep
 	if dir == "" {
@@ -72,6 +85,8 @@ func runBenchE2E(args []string) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--keep-dir: %w", err)
 	}
 	ag, err := startAgentProcess(ctx, agentProcessConfig{
 		bin: *agentBin, dir: dir, model: *model, noEBPF: *noEBPF, queueCap: 64 * sc.Workers,
@@ -104,11 +119,18 @@ func runBenchE2E(args []string) error {
 		records = st.Records
 	}
 
-	ev := &train.Evaluation{Scenario: sc.Name, Order: []string{"fifo", "agent"}, Policies: map[string]train.Metrics{"fifo": fifo.Metrics, "agent": res.Metrics}}
+	ev := &train.Evaluation{Scenario: sc.Name, Order: []string{"fifo"}, Policies: map[string]train.Metrics{"fifo": fifo.Metrics, "agent": res.Metrics}}
+	if rule != nil {
+		ev.Order = append(ev.Order, rule.Label)
+		ev.Policies[rule.Label] = rule.Metrics
+	}
+	ev.Order = append(ev.Order, "agent")
 	fmt.Println()
 	if err := ev.WriteMarkdown(os.Stdout); err != nil {
 		return err
 	}
+	fmt.Println()
+	writeClassLevels(os.Stdout, sc, res.Outcomes)
 	ratio := 0.0
 	if fifo.Metrics.GoodputPerS > 0 {
 		ratio = res.Metrics.GoodputPerS / fifo.Metrics.GoodputPerS
@@ -433,4 +455,46 @@ func histQuantile(bs []bucket, q float64) float64 {
 		prevLe, prevCount = b.le, b.count
 	}
 	return prevLe
+}
+
+// writeClassLevels prints, per class, the agent run's SLA attainment and
+// how many of the class's tasks got each priority: where real execution
+// parts from the simulator, this says whether the decisions or the
+// execution moved.
+func writeClassLevels(w io.Writer, sc *train.Scenario, outs []train.Outcome) {
+	type row struct {
+		n, met int
+		levels [policy.NumActions]int
+	}
+	rows := make([]row, len(sc.Classes))
+	for i := range outs {
+		o := &outs[i]
+		r := &rows[o.Class]
+		r.n++
+		if o.Met {
+			r.met++
+		}
+		r.levels[o.Level]++
+	}
+	fmt.Fprintln(w, "| class | tasks | SLA attainment | priority 0 / 1 / 2 / 3 / 4 |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | --- |")
+	for c, r := range rows {
+		att := 0.0
+		if r.n > 0 {
+			att = float64(r.met) / float64(r.n)
+		}
+		fmt.Fprintf(w, "| %s | %d | %.4f | %d / %d / %d / %d / %d |\n", sc.Classes[c].Name, r.n, att, r.levels[0], r.levels[1], r.levels[2], r.levels[3], r.levels[4])
+	}
+}
+
+// e2eBaseline is a baseline that decides from the task alone, as the e2e
+// executor's Rule must.
+func e2eBaseline(name string, sc *train.Scenario) (train.Policy, error) {
+	switch name {
+	case "reserve-rule":
+		return train.ReserveRule{}, nil
+	case "static-class":
+		return train.NewStaticClass(sc), nil
+	}
+	return nil, fmt.Errorf("--baseline %q: want reserve-rule, static-class or none", name)
 }

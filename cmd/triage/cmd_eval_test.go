@@ -50,10 +50,10 @@ func TestEvalJSONLastLine(t *testing.T) {
 	if err := dec.Decode(&got); err != nil {
 		t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
 	}
-	if got.Scenario != "cli" || len(got.Policies) != 6 {
+	if got.Scenario != "cli" || len(got.Policies) != 7 {
 		t.Fatalf("got %+v", got)
 	}
-	for _, name := range []string{"dqn", "fifo", "edf", "sjf", "static-class", "slack-rule"} {
+	for _, name := range []string{"dqn", "fifo", "edf", "sjf", "static-class", "slack-rule", "reserve-rule"} {
 		if len(got.Policies[name]) != 4 {
 			t.Fatalf("policy %s: %v", name, got.Policies[name])
 		}

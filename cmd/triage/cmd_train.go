@@ -51,6 +51,9 @@ func runTrain(args []string) error {
 	demoMargin := fs.Float64("demo-margin", 0, "DQfD large-margin loss towards the demonstrator's action (0: off)")
 	demoWeight := fs.Float64("demo-weight", 0, "weight of the DQfD margin loss (0: 1)")
 	valSeeds := fs.Int("validation-seeds", 0, "arrival seeds per training scenario for checkpoint validation (0: 1)")
+	harmWeight := fs.Float64("harm-weight", 0, "weight of the overtaking price in the training reward (0: 1)")
+	blameWeight := fs.Float64("blame-weight", 0, "weight of the blocking price in the training reward (0: the trainer's default, 6; negative: none)")
+	missing := fs.Float64("missing-sources", 0, "per-episode probability that each kernel-signal source is absent, its features neutral (0: the trainer's default, 0.5; negative: none)")
 	hidden := fs.String("hidden", "", "hidden layer widths, comma-separated (default 64,64)")
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -74,7 +77,8 @@ func runTrain(args []string) error {
 	}
 	prog := newProgress(os.Stdout)
 	cfg := train.DQNConfig{Seed: *seed, Episodes: *episodes, Ensemble: *ensemble,
-		DemoEpisodes: *demoEpisodes, DemoMargin: *demoMargin, DemoWeight: *demoWeight, ValidationSeeds: *valSeeds}
+		DemoEpisodes: *demoEpisodes, DemoMargin: *demoMargin, DemoWeight: *demoWeight, ValidationSeeds: *valSeeds,
+		HarmWeight: *harmWeight, BlameWeight: *blameWeight, MissingSources: *missing}
 	for _, h := range strings.Split(*hidden, ",") {
 		if h = strings.TrimSpace(h); h == "" {
 			continue

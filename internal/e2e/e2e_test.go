@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,46 +15,6 @@ import (
 )
 
 const smallScenario = "../../testdata/agent/e2e-small.json"
-
-func TestPriorityQueueContract(t *testing.T) {
-	q := newPriorityQueue()
-	push := func(idx, level int, deadline, expected float64) {
-		q.push(&queued{idx: idx, level: level, key: deadline, seq: idx, deadlineMs: deadline, expectedMs: expected})
-	}
-	push(0, 0, 100, 1)  // low level
-	push(1, 3, 500, 1)  // high level, late deadline
-	push(2, 3, 200, 1)  // high level, earlier deadline: first
-	push(3, 4, 5, 10)   // highest level but cannot make it (now 0 + 10 > 5): yields
-	push(4, 3, 200, 1)  // ties with 2: arrival order
-	push(5, 1, 60, 100) // late at level 1, longer than 3
-	var got []int
-	for q.len() > 0 {
-		got = append(got, q.pop(0).idx)
-	}
-	want := []int{2, 4, 1, 0, 3, 5}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("served %v, want %v", got, want)
-		}
-	}
-	if q.pop(0) != nil {
-		t.Fatal("pop from empty queue")
-	}
-}
-
-func TestFIFOQueueOrder(t *testing.T) {
-	q := &fifoQueue{}
-	for i, arr := range []float64{3, 1, 2, 1} {
-		q.push(&queued{idx: i, key: arr, seq: i})
-	}
-	var got []int
-	for q.len() > 0 {
-		got = append(got, q.pop(0).idx)
-	}
-	if got[0] != 1 || got[1] != 3 || got[2] != 2 || got[3] != 0 {
-		t.Fatalf("FIFO served %v", got)
-	}
-}
 
 func TestBurnRunsForItsCost(t *testing.T) {
 	var stop atomic.Bool
@@ -137,5 +99,57 @@ func TestRunFIFOAndPriorities(t *testing.T) {
 func TestRunNeedsScenario(t *testing.T) {
 	if _, err := Run(context.Background(), Config{}); err != ErrNoScenario {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A hand-written rule decides inside the executor, on real workers: the
+// reserve rule's levels are applied, and background work never holds more
+// than workers − BackgroundReserve workers at once, however long its queue.
+func TestRuleRunKeepsTheReserve(t *testing.T) {
+	sc, err := train.ParseScenario([]byte(`{"name":"e2e-reserve","seed":3,"duration_s":3,"workers":4,
+	 "arrival":{"process":"poisson","rate_per_s":120},
+	 "classes":[{"name":"urgent","share":0.7,"sla_ms":20,"cost_ms":{"dist":"lognormal","median":2,"p99":6}},
+	            {"name":"long","share":0.3,"sla_ms":2000,"cost_ms":{"dist":"lognormal","median":60,"p99":200}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Config{Scenario: sc, TimeScale: 1, Rule: train.ReserveRule{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(res)
+	if res.Label != "reserve-rule" || res.DecideErrors != 0 {
+		t.Fatalf("label %q, %d decide errors", res.Label, res.DecideErrors)
+	}
+	type edge struct {
+		t     float64
+		delta int
+	}
+	var edges []edge
+	for _, o := range res.Outcomes {
+		want := 0
+		if o.SLAMs < 50 {
+			want = 4
+		}
+		if o.Level != want {
+			t.Fatalf("task %d (SLA %v ms) at level %d, want %d", o.ID, o.SLAMs, o.Level, want)
+		}
+		if o.Finished && o.Level == 0 {
+			edges = append(edges, edge{o.StartMs, 1}, edge{o.FinishMs, -1})
+		}
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.t != b.t {
+			return cmp.Compare(a.t, b.t)
+		}
+		return a.delta - b.delta // a finish before a start at the same instant
+	})
+	running, most := 0, 0
+	for _, e := range edges {
+		running += e.delta
+		most = max(most, running)
+	}
+	if limit := sc.Workers - train.BackgroundReserve(sc.Workers); most > limit || most == 0 {
+		t.Fatalf("at most %d background tasks ran at once, want 1..%d", most, limit)
 	}
 }

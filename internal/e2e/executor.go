@@ -41,7 +41,13 @@ type Config struct {
 	// Agent, when set, decides each task's priority (the agent policy);
 	// nil serves FIFO.
 	Agent Agent
-	// Label names the policy in the results; default "agent" or "fifo".
+	// Rule, when set and Agent is not, decides each task's priority at
+	// arrival inside the executor, with no network: a hand-written
+	// baseline run on the same real workers as the agent. It must not read
+	// the NodeView (ReserveRule and StaticClass do not).
+	Rule train.Policy
+	// Label names the policy in the results; default "agent", the rule's
+	// name, or "fifo".
 	Label string
 	// DecideConcurrency is the number of decide calls in flight at once; default 32.
 	DecideConcurrency int
@@ -90,16 +96,18 @@ type run struct {
 	outs   []train.Outcome
 	mu     sync.Mutex
 	cond   *sync.Cond
-	queue  taskQueue
-	seq    int
+	queue  *train.Queue // the executor contract; guarded by mu
+	busy   int          // workers serving; guarded by mu
 	closed bool
 	stop   atomic.Bool
-	busy   atomic.Int32
 	done   atomic.Int64 // finished tasks
 	doneCh chan struct{}
 	report chan *wire.Outcome
 	res    Result
 }
+
+// fifo is whether this run serves FIFO (no agent, no rule).
+func (r *run) fifo() bool { return r.cfg.Agent == nil && r.cfg.Rule == nil }
 
 func (r *run) nowMs() float64 { return float64(time.Since(r.start).Nanoseconds()) / 1e6 }
 
@@ -127,22 +135,25 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.ReportEvery = 5 * time.Millisecond
 	}
 	if cfg.Label == "" {
-		cfg.Label = "fifo"
-		if cfg.Agent != nil {
+		switch {
+		case cfg.Agent != nil:
 			cfg.Label = "agent"
+		case cfg.Rule != nil:
+			cfg.Label = cfg.Rule.Name()
+		default:
+			cfg.Label = "fifo"
 		}
 	}
 	r := &run{cfg: cfg, sc: sc, tasks: sc.Arrivals(seed), scale: scale, doneCh: make(chan struct{}), report: make(chan *wire.Outcome, 4096)}
 	r.cond = sync.NewCond(&r.mu)
-	if cfg.Agent != nil {
-		r.queue = newPriorityQueue()
-	} else {
-		r.queue = &fifoQueue{}
-	}
 	r.outs = make([]train.Outcome, len(r.tasks))
 	for i := range r.tasks {
 		r.outs[i] = train.Outcome{Task: r.tasks[i]}
 	}
+	// The simulator's queue, in simulated milliseconds: FIFO is one level
+	// keyed by arrival; the agent's priorities get the whole contract
+	// (levels, deadline order, the late-work rule, the background tier).
+	r.queue = train.NewQueue(&r.outs, r.fifo())
 	r.res = Result{Label: cfg.Label, TimeScale: scale}
 	if len(r.tasks) == 0 {
 		r.res.Metrics = train.Summarise(sc, r.outs)
@@ -198,7 +209,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 
-	util := float64(r.busy.Load()) / float64(sc.Workers)
+	util := float64(r.busy) / float64(sc.Workers) // workers have stopped: no lock needed
 	for i := range r.outs {
 		o := &r.outs[i]
 		if !o.Finished {
@@ -276,9 +287,12 @@ func (r *run) dispatch(ctx context.Context) []time.Duration {
 		} else if d < -2*time.Millisecond {
 			r.res.LateStarts++
 		}
-		if jobs != nil {
+		switch {
+		case jobs != nil:
 			jobs <- i
-		} else {
+		case r.cfg.Rule != nil:
+			r.enqueue(i, r.ruleLevel(i))
+		default:
 			r.enqueue(i, 0)
 		}
 	}
@@ -286,30 +300,63 @@ func (r *run) dispatch(ctx context.Context) []time.Duration {
 		close(jobs)
 		decided.Wait()
 	}
-	r.res.DecideErrors = errs
+	r.res.DecideErrors += errs
 	return lat
 }
 
 func (r *run) enqueue(i, level int) {
-	t := &r.tasks[i]
-	o := &r.outs[i]
-	o.Level = level
-	q := &queued{
-		idx: i, level: level, seq: i,
-		deadlineMs: t.DeadlineMs() * r.scale, expectedMs: t.ExpectedMs * r.scale,
-	}
-	if r.cfg.Agent != nil {
-		q.key = q.deadlineMs
-	} else {
-		q.key = t.ArrivalMs
-	}
-	o.Key = q.key
 	r.mu.Lock()
-	if !r.closed {
-		r.queue.push(q)
-		r.cond.Signal()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
 	}
-	r.mu.Unlock()
+	o := &r.outs[i]
+	o.Level, o.Key = level, o.ArrivalMs
+	if !r.fifo() {
+		o.Key = o.DeadlineMs()
+	}
+	r.queue.Push(i)
+	r.cond.Signal()
+}
+
+// ruleLevel asks cfg.Rule for task i's priority; an error or an
+// out-of-range answer serves it at the lowest level, as for the agent.
+func (r *run) ruleLevel(i int) int {
+	level, _, err := r.cfg.Rule.Assign(&r.tasks[i], &train.NodeView{})
+	if err != nil || level < 0 || level > 4 {
+		r.res.DecideErrors++
+		return 0
+	}
+	return level
+}
+
+// simNowMs is the run's clock in simulated milliseconds, the queue's unit.
+func (r *run) simNowMs() float64 { return r.nowMs() / r.scale }
+
+// next blocks until a task may start and returns it, or -1 when the run
+// is closed. A worker that finds only held-back background work waits for
+// a finish or an arrival to change that.
+func (r *run) next() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for !r.closed {
+		if i := r.queue.Pop(r.simNowMs(), r.busy, r.sc.Workers); i >= 0 {
+			r.busy++
+			return i
+		}
+		r.cond.Wait()
+	}
+	return -1
+}
+
+// finished frees the worker and returns how many were busy with it.
+func (r *run) finished() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	busy := r.busy
+	r.busy--
+	r.cond.Broadcast() // a held-back background task may now start
+	return busy
 }
 
 // worker serves the queue on its own OS thread until the run stops.
@@ -321,28 +368,18 @@ func (r *run) worker() {
 		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), n)
 	}
 	for {
-		r.mu.Lock()
-		for r.queue.len() == 0 && !r.closed {
-			r.cond.Wait()
-		}
-		if r.closed {
-			r.mu.Unlock()
+		idx := r.next()
+		if idx < 0 {
 			if r.cfg.WorkerNice <= 0 {
 				runtime.UnlockOSThread()
 			}
 			return
 		}
-		q := r.queue.pop(r.nowMs())
-		r.mu.Unlock()
-		if q == nil {
-			continue
-		}
-		o := &r.outs[q.idx]
-		r.busy.Add(1)
+		o := &r.outs[idx]
 		startMs := r.nowMs()
 		ok := burn(time.Duration(o.CostMs*r.scale*float64(time.Millisecond)), r.cfg.CPUTime, &r.stop)
 		finMs := r.nowMs()
-		busy := r.busy.Add(-1) + 1
+		busy := r.finished()
 		if !ok {
 			continue // the run ended mid-task: it stays unfinished; the loop sees closed
 		}
@@ -353,7 +390,7 @@ func (r *run) worker() {
 		o.Util = float64(busy) / float64(r.sc.Workers)
 		o.Reward = train.Reward(o.Phase, o.LatencyMs(), o.SLAMs, o.Met, o.Weight, o.Util)
 		if r.cfg.Agent != nil {
-			r.report <- &wire.Outcome{Id: r.cfg.IDBase + uint64(q.idx) + 1, LatencyMs: float32(o.LatencyMs()), SlaMet: o.Met}
+			r.report <- &wire.Outcome{Id: r.cfg.IDBase + uint64(idx) + 1, LatencyMs: float32(o.LatencyMs()), SlaMet: o.Met, ServiceMs: float32(o.FinishMs - o.StartMs)}
 		}
 		if r.done.Add(1) == int64(len(r.tasks)) {
 			close(r.doneCh)

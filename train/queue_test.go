@@ -1,0 +1,93 @@
+package train
+
+import (
+	"slices"
+	"testing"
+)
+
+// queueOf returns a Queue over tasks given as (level, deadline, expected).
+func queueOf(keyOrdered bool, tasks ...[3]float64) (*Queue, *[]Outcome) {
+	out := make([]Outcome, len(tasks))
+	for i, x := range tasks {
+		out[i] = Outcome{Task: Task{ID: i, SLAMs: x[1], ExpectedMs: x[2]}, Level: int(x[0]), Key: x[1]}
+	}
+	q := NewQueue(&out, keyOrdered)
+	for i := range out {
+		q.Push(i)
+	}
+	return q, &out
+}
+
+func drain(q *Queue, busy, workers int) []int {
+	var got []int
+	for {
+		i := q.Pop(0, busy, workers)
+		if i < 0 {
+			return got
+		}
+		got = append(got, i)
+	}
+}
+
+func TestQueueContract(t *testing.T) {
+	q, _ := queueOf(false,
+		[3]float64{0, 100, 1},  // background
+		[3]float64{3, 500, 1},  // high level, late deadline
+		[3]float64{3, 200, 1},  // high level, earlier deadline: first
+		[3]float64{4, 5, 10},   // highest level but cannot make it (0 + 10 > 5): yields
+		[3]float64{3, 200, 1},  // ties with 2: arrival order
+		[3]float64{1, 60, 100}, // late at level 1, longer than 3
+	)
+	// Two of eight workers busy: six free, more than the reserve of two, so
+	// background work may start.
+	if got, want := drain(q, 2, 8), []int{2, 4, 1, 0, 3, 5}; !slices.Equal(got, want) {
+		t.Fatalf("served %v, want %v", got, want)
+	}
+	if q.Len() != 0 || q.Pop(0, 0, 8) != -1 {
+		t.Fatal("an empty queue served a task")
+	}
+}
+
+func TestBackgroundHeldBackAtTheReserve(t *testing.T) {
+	q, _ := queueOf(false,
+		[3]float64{0, 100, 1}, // background, feasible
+		[3]float64{0, 1, 5},   // background, late
+		[3]float64{1, 900, 1}, // lowest foreground level
+	)
+	// 4 workers, reserve 1: with 3 busy only one is free, so only the
+	// foreground task may start, and the background ones wait, late or not.
+	if got := drain(q, 3, 4); !slices.Equal(got, []int{2}) {
+		t.Fatalf("at the reserve served %v, want [2]", got)
+	}
+	if q.Len() != 2 {
+		t.Fatalf("%d left queued, want the 2 background tasks", q.Len())
+	}
+	// Two free: background runs, feasible before late.
+	if got := drain(q, 2, 4); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("below the reserve served %v, want [0 1]", got)
+	}
+}
+
+func TestBackgroundReserveScalesWithWorkers(t *testing.T) {
+	for _, c := range []struct{ workers, reserve int }{{1, 0}, {3, 0}, {4, 1}, {8, 2}, {64, 16}} {
+		if got := BackgroundReserve(c.workers); got != c.reserve {
+			t.Errorf("BackgroundReserve(%d) = %d, want %d", c.workers, got, c.reserve)
+		}
+		// A node with every worker free always starts background work.
+		if LowestLevel(0, c.workers) != 0 {
+			t.Errorf("%d idle workers hold background work back", c.workers)
+		}
+	}
+	if LowestLevel(3, 4) != 1 || LowestLevel(2, 4) != 0 {
+		t.Error("4 workers: want background held back with one free, not with two")
+	}
+}
+
+func TestKeyOrderedQueueIgnoresTiers(t *testing.T) {
+	q, _ := queueOf(true, [3]float64{0, 3, 1}, [3]float64{0, 1, 1}, [3]float64{0, 2, 1}, [3]float64{0, 1, 1})
+	// FIFO/EDF/SJF are the textbook disciplines: key order, no reserve, no
+	// late-work rule, even with every worker but one busy.
+	if got, want := drain(q, 3, 4), []int{1, 3, 2, 0}; !slices.Equal(got, want) {
+		t.Fatalf("served %v, want %v", got, want)
+	}
+}
