@@ -1,10 +1,6 @@
 package bpf
 
-import (
-	"fmt"
-
-	"github.com/cilium/ebpf"
-)
+import "fmt"
 
 // BlkioOptions configure OpenBlkio; the zero value means auto tier.
 type BlkioOptions struct {
@@ -26,8 +22,8 @@ func (d Dev) String() string { return fmt.Sprintf("%d:%d", d.Major(), d.Minor())
 
 // Blkio measures block request latency (issue to complete) per device.
 type Blkio struct {
-	p    *sigProbe
-	vals []Hist
+	p      *sigProbe
+	reader *percpuHist
 }
 
 // OpenBlkio loads and attaches the block I/O programs.
@@ -36,12 +32,12 @@ func OpenBlkio(opts BlkioOptions) (*Blkio, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := ebpf.PossibleCPU()
+	rd, err := newPercpuHist()
 	if err != nil {
 		p.Close()
-		return nil, fmt.Errorf("counting possible CPUs: %w", err)
+		return nil, err
 	}
-	return &Blkio{p: p, vals: make([]Hist, n)}, nil
+	return &Blkio{p: p, reader: rd}, nil
 }
 
 // Tier is the tier that attached.
@@ -58,11 +54,8 @@ func (b *Blkio) ReadDevices(fn func(dev Dev, h *Hist)) error {
 		sum Hist
 	)
 	it := b.p.mapNamed("blkio_dev_hist").Iterate()
-	for it.Next(&key, &b.vals) {
-		sum = Hist{}
-		for i := range b.vals {
-			sum.Add(&b.vals[i])
-		}
+	for it.Next(&key, &b.reader.buf) {
+		b.reader.sum(&sum)
 		fn(Dev(key), &sum)
 	}
 	if err := it.Err(); err != nil {

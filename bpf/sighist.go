@@ -43,11 +43,21 @@ type percpuHist struct {
 }
 
 func newPercpuHist() (*percpuHist, error) {
+	buf, err := percpuBuf[Hist]()
+	if err != nil {
+		return nil, err
+	}
+	return &percpuHist{buf: buf}, nil
+}
+
+// percpuBuf is a buffer for one value per possible CPU, what a lookup of a
+// per-CPU map fills.
+func percpuBuf[T any]() ([]T, error) {
 	n, err := ebpf.PossibleCPU()
 	if err != nil {
 		return nil, fmt.Errorf("counting possible CPUs: %w", err)
 	}
-	return &percpuHist{buf: make([]Hist, n)}, nil
+	return make([]T, n), nil
 }
 
 // read sums the per-CPU values of key in m into dst.
@@ -55,11 +65,16 @@ func (p *percpuHist) read(m *ebpf.Map, key any, dst *Hist) error {
 	if err := m.Lookup(key, &p.buf); err != nil {
 		return err
 	}
+	p.sum(dst)
+	return nil
+}
+
+// sum adds up the per-CPU values last read into the buffer.
+func (p *percpuHist) sum(dst *Hist) {
 	*dst = Hist{}
 	for i := range p.buf {
 		dst.Add(&p.buf[i])
 	}
-	return nil
 }
 
 // setConfigFlags writes the flags word of a probe's config array.

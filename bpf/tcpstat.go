@@ -1,10 +1,6 @@
 package bpf
 
-import (
-	"fmt"
-
-	"github.com/cilium/ebpf"
-)
+import "fmt"
 
 // TCPStatOptions configure OpenTCPStat; the zero value means auto tier.
 type TCPStatOptions struct {
@@ -37,12 +33,12 @@ func OpenTCPStat(opts TCPStatOptions) (*TCPStat, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := ebpf.PossibleCPU()
+	buf, err := percpuBuf[TCPCounters]()
 	if err != nil {
 		p.Close()
-		return nil, fmt.Errorf("counting possible CPUs: %w", err)
+		return nil, err
 	}
-	return &TCPStat{p: p, buf: make([]TCPCounters, n)}, nil
+	return &TCPStat{p: p, buf: buf}, nil
 }
 
 // Tier is the tier that attached.
