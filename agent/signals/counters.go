@@ -9,54 +9,29 @@ const maxCounters = 8
 // segments, disk ticks): the difference between the newest sample and the
 // newest one at least span older. Fixed ring, no allocation per push.
 type counterWindow struct {
-	span time.Duration
-	ring []counterSample
-	head int
-	n    int
-}
-
-type counterSample struct {
-	at time.Time
-	v  [maxCounters]uint64
+	ring timedRing[[maxCounters]uint64]
 }
 
 func newCounterWindow(span, interval time.Duration) *counterWindow {
 	w := NewWindow(span, interval) // reuse its sizing rule
-	return &counterWindow{span: w.span, ring: make([]counterSample, len(w.ring))}
+	return &counterWindow{ring: newTimedRing[[maxCounters]uint64](w.ring.span, len(w.ring.v))}
 }
 
-func (w *counterWindow) push(at time.Time, v *[maxCounters]uint64) {
-	if w.n > 0 {
-		w.head = (w.head + 1) % len(w.ring)
-	}
-	w.ring[w.head] = counterSample{at: at, v: *v}
-	if w.n < len(w.ring) {
-		w.n++
-	}
-}
+func (w *counterWindow) push(at time.Time, v *[maxCounters]uint64) { w.ring.push(at, v) }
 
-func (w *counterWindow) reset() { w.n, w.head = 0, 0 }
+func (w *counterWindow) reset() { w.ring.reset() }
 
 // delta returns newest - base per counter (0 where a counter went back)
 // and the elapsed time; ok is false until two samples exist.
 func (w *counterWindow) delta() (d [maxCounters]uint64, elapsed time.Duration, ok bool) {
-	if w.n < 2 {
+	newest, base, elapsed, ok := w.ring.ends()
+	if !ok {
 		return d, 0, false
 	}
-	newest := &w.ring[w.head]
-	cutoff := newest.at.Add(-w.span)
-	base := &w.ring[(w.head-w.n+1+len(w.ring))%len(w.ring)]
-	for i := 1; i < w.n; i++ {
-		s := &w.ring[(w.head-i+len(w.ring))%len(w.ring)]
-		if !s.at.After(cutoff) {
-			base = s
-			break
-		}
-	}
 	for i := range d {
-		if newest.v[i] >= base.v[i] {
-			d[i] = newest.v[i] - base.v[i]
+		if newest[i] >= base[i] {
+			d[i] = newest[i] - base[i]
 		}
 	}
-	return d, newest.at.Sub(base.at), true
+	return d, elapsed, true
 }

@@ -14,17 +14,9 @@ const DefaultWindow = time.Second
 // least span older (or the oldest one held). It keeps a fixed ring of
 // samples, so Push and Quantiles never allocate.
 type Window struct {
-	span  time.Duration
-	ring  []windowSample
-	head  int // index of the newest sample
-	n     int
+	ring  timedRing[bpf.Hist]
 	delta bpf.Hist
 	dirty bool
-}
-
-type windowSample struct {
-	at time.Time
-	h  bpf.Hist
 }
 
 // NewWindow holds enough samples for span at the given sampling interval
@@ -42,24 +34,17 @@ func NewWindow(span, interval time.Duration) *Window {
 	if n > 1024 { // a sub-millisecond interval would not be sampled anyway
 		n = 1024
 	}
-	return &Window{span: span, ring: make([]windowSample, n)}
+	return &Window{ring: newTimedRing[bpf.Hist](span, n)}
 }
 
 // Push records a cumulative histogram read at time at.
 func (w *Window) Push(at time.Time, cum *bpf.Hist) {
-	if w.n > 0 {
-		w.head = (w.head + 1) % len(w.ring)
-	}
-	w.ring[w.head].at = at
-	w.ring[w.head].h = *cum
-	if w.n < len(w.ring) {
-		w.n++
-	}
+	w.ring.push(at, cum)
 	w.dirty = true
 }
 
 // Reset forgets every sample (a probe was swapped for another source).
-func (w *Window) Reset() { w.n, w.head, w.dirty = 0, 0, false; w.delta = bpf.Hist{} }
+func (w *Window) Reset() { w.ring.reset(); w.dirty = false; w.delta = bpf.Hist{} }
 
 // Delta is the histogram of the window; empty until two samples exist.
 // The pointer stays valid until the next Push.
@@ -68,23 +53,12 @@ func (w *Window) Delta() *bpf.Hist {
 		return &w.delta
 	}
 	w.dirty = false
-	if w.n < 2 {
+	newest, base, _, ok := w.ring.ends()
+	if !ok {
 		w.delta = bpf.Hist{}
 		return &w.delta
 	}
-	newest := &w.ring[w.head]
-	cutoff := newest.at.Add(-w.span)
-	// Walk back from the newest to the first sample at or before cutoff;
-	// the oldest held sample when none is that old.
-	base := &w.ring[(w.head-w.n+1+len(w.ring))%len(w.ring)]
-	for i := 1; i < w.n; i++ {
-		s := &w.ring[(w.head-i+len(w.ring))%len(w.ring)]
-		if !s.at.After(cutoff) {
-			base = s
-			break
-		}
-	}
-	w.delta.Sub(&newest.h, &base.h)
+	w.delta.Sub(newest, base)
 	return &w.delta
 }
 
