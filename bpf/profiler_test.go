@@ -14,16 +14,6 @@ import (
 	"time"
 )
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("loading BPF programs needs root (CAP_BPF + CAP_PERFMON)")
-	}
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		t.Skip("kernel has no BTF (/sys/kernel/btf/vmlinux)")
-	}
-}
-
 // spin burns cpu of CPU time on this thread (not wall time: on a loaded
 // machine a wall-time spin may get little CPU), giving up after 10 s.
 func spin(cpu time.Duration) uint64 {
@@ -59,7 +49,7 @@ func procCPU(t *testing.T, pid int) time.Duration {
 }
 
 func TestProfilerSamplesOwnProcess(t *testing.T) {
-	requireRoot(t)
+	requireRootForSignals(t)
 	p, err := NewProfiler(ProfilerConfig{FrequencyHz: 499, PID: uint32(os.Getpid())})
 	if err != nil {
 		t.Fatalf("NewProfiler: %v", err)
@@ -110,7 +100,7 @@ func TestProfilerSamplesOwnProcess(t *testing.T) {
 // TestProfilerOffCPUSeesSleep runs each sched_switch flavour (the
 // fallbacks must work too, not only the first choice).
 func TestProfilerOffCPUSeesSleep(t *testing.T) {
-	requireRoot(t)
+	requireRootForSignals(t)
 	for _, hook := range []string{"tp_btf", "raw_tp", "tracepoint"} {
 		t.Run(hook, func(t *testing.T) { testOffCPUSleep(t, hook) })
 	}
@@ -183,7 +173,7 @@ func TestCgroupFromPath(t *testing.T) {
 // two levels deep and profiles that cgroup's parent: the child's samples
 // (a descendant) must come through and nothing else.
 func TestProfilerCgroupFilter(t *testing.T) {
-	requireRoot(t)
+	requireRootForSignals(t)
 	root, err := Cgroup2Root()
 	if err != nil {
 		t.Skipf("no cgroup v2 hierarchy: %v", err)
@@ -241,7 +231,7 @@ func TestProfilerCgroupFilter(t *testing.T) {
 }
 
 func TestUnknownOffCPUHook(t *testing.T) {
-	requireRoot(t)
+	requireRootForSignals(t)
 	_, err := NewProfiler(ProfilerConfig{OffCPU: true, OffCPUHook: "kprobe"})
 	if !errors.Is(err, ErrNoOffCPUHook) {
 		t.Fatalf("unknown hook: err %v, want ErrNoOffCPUHook", err)

@@ -1,19 +1,16 @@
 package bpf
 
 import (
-	"os"
 	"testing"
+
+	"github.com/triage-agent/triage/internal/testenv"
 )
 
-// requireRootForSignals skips where the machine truly cannot load BPF.
+// requireRootForSignals skips where the machine truly cannot load BPF (the
+// signal probes and the profiler alike).
 func requireRootForSignals(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("loading BPF programs needs root (CAP_BPF + CAP_PERFMON); run the tests as root")
-	}
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		t.Skip("kernel has no BTF (/sys/kernel/btf/vmlinux): CO-RE programs cannot load")
-	}
+	testenv.RequireBPF(t, "loading BPF programs needs root (CAP_BPF + CAP_PERFMON); run the tests as root")
 }
 
 var allTiers = []Tier{TierBTF, TierRaw, TierTracepoint}

@@ -20,12 +20,7 @@ import (
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("profiling with eBPF needs root (CAP_BPF + CAP_PERFMON)")
-	}
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		t.Skip("kernel has no BTF (/sys/kernel/btf/vmlinux)")
-	}
+	testenv.RequireBPF(t, "profiling with eBPF needs root (CAP_BPF + CAP_PERFMON)")
 }
 
 func repoRoot(t *testing.T) string {

@@ -13,17 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/triage-agent/triage/internal/testenv"
+
 	"golang.org/x/sys/unix"
 )
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("eBPF probes need root; the procfs tests cover unprivileged runs")
-	}
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		t.Skip("kernel has no BTF (/sys/kernel/btf/vmlinux)")
-	}
+	testenv.RequireBPF(t, "eBPF probes need root; the procfs tests cover unprivileged runs")
 }
 
 // overload keeps 3 runnable threads per CPU busy for d.

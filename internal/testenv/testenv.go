@@ -19,3 +19,18 @@ func Unavailable(t testing.TB, reason string) {
 	}
 	t.Skip(reason)
 }
+
+// RequireBPF skips where the machine truly cannot load the project's BPF
+// programs: not root, or a kernel without BTF (the CO-RE programs need
+// /sys/kernel/btf/vmlinux). rootReason says why root is needed, or what
+// covers the unprivileged case. CI runs as root on a kernel with BTF, so
+// there these tests always run.
+func RequireBPF(t testing.TB, rootReason string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip(rootReason)
+	}
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		t.Skip("kernel has no BTF (/sys/kernel/btf/vmlinux): CO-RE programs cannot load")
+	}
+}
