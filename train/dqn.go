@@ -49,7 +49,7 @@ type DQNConfig struct {
 	BlameWeight float64
 	// MissingSources is, per training episode, the probability that each
 	// kernel-signal source is absent (its features neutral, as on a node
-	// without it; SimConfig.MissingSources): default 0.3
+	// without it; SimConfig.MissingSources): default 0.5
 	// (DefaultMissingSources), negative for none. Why: a network trained
 	// with every source present learns to lean on one. The first model
 	// with the background tier read accept-queue fill as its load signal,

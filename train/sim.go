@@ -42,7 +42,8 @@ type Outcome struct {
 	Harm float64
 	// Blame is this task's share of the waits it caused (see assignBlame);
 	// only computed with SimConfig.TrackBlame.
-	Blame   float64
+	Blame float64
+	// Started is whether the task ever got a worker (StartMs is then set).
 	Started bool
 }
 

@@ -130,7 +130,7 @@ func runBenchE2E(args []string) error {
 		return err
 	}
 	fmt.Println()
-	writeClassLevels(os.Stdout, sc, res.Outcomes)
+	writeClassLevels(os.Stdout, sc, res)
 	ratio := 0.0
 	if fifo.Metrics.GoodputPerS > 0 {
 		ratio = res.Metrics.GoodputPerS / fifo.Metrics.GoodputPerS
@@ -457,33 +457,26 @@ func histQuantile(bs []bucket, q float64) float64 {
 	return prevLe
 }
 
-// writeClassLevels prints, per class, the agent run's SLA attainment and
-// how many of the class's tasks got each priority: where real execution
-// parts from the simulator, this says whether the decisions or the
-// execution moved.
-func writeClassLevels(w io.Writer, sc *train.Scenario, outs []train.Outcome) {
+// writeClassLevels prints, per class, the agent run's SLA attainment (its
+// Metrics.PerClass) and how many of the class's tasks got each priority:
+// where real execution parts from the simulator, this says whether the
+// decisions or the execution moved.
+func writeClassLevels(w io.Writer, sc *train.Scenario, res *e2e.Result) {
 	type row struct {
-		n, met int
+		n      int
 		levels [policy.NumActions]int
 	}
 	rows := make([]row, len(sc.Classes))
-	for i := range outs {
-		o := &outs[i]
-		r := &rows[o.Class]
-		r.n++
-		if o.Met {
-			r.met++
-		}
-		r.levels[o.Level]++
+	for i := range res.Outcomes {
+		o := &res.Outcomes[i]
+		rows[o.Class].n++
+		rows[o.Class].levels[o.Level]++
 	}
 	fmt.Fprintln(w, "| class | tasks | SLA attainment | priority 0 / 1 / 2 / 3 / 4 |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | --- |")
 	for c, r := range rows {
-		att := 0.0
-		if r.n > 0 {
-			att = float64(r.met) / float64(r.n)
-		}
-		fmt.Fprintf(w, "| %s | %d | %.4f | %d / %d / %d / %d / %d |\n", sc.Classes[c].Name, r.n, att, r.levels[0], r.levels[1], r.levels[2], r.levels[3], r.levels[4])
+		name := sc.Classes[c].Name
+		fmt.Fprintf(w, "| %s | %d | %.4f | %d / %d / %d / %d / %d |\n", name, r.n, res.Metrics.PerClass[name], r.levels[0], r.levels[1], r.levels[2], r.levels[3], r.levels[4])
 	}
 }
 
