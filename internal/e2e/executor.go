@@ -349,13 +349,15 @@ func (r *run) next() int {
 	return -1
 }
 
-// finished frees the worker and returns how many were busy with it.
+// finished frees the worker and returns how many were busy with it. No
+// other worker needs waking: one finish frees one slot, and the worker
+// that freed it asks next() at once, so it takes whatever may now start,
+// a held-back background task included.
 func (r *run) finished() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	busy := r.busy
 	r.busy--
-	r.cond.Broadcast() // a held-back background task may now start
 	return busy
 }
 
