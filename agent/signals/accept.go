@@ -57,7 +57,7 @@ func newAcceptSource(cfg *Config, bpfErr error) *acceptSource {
 		d := newSockDiag()
 		if err := d.listeners(func(uint16, uint32, uint32) {}); err == nil {
 			s.diag = d
-			s.src = Source{Kind: SourceNetlink, Reason: "eBPF unavailable (" + bpfErr.Error() + "); backlog and max backlog of listeners from sock_diag"}
+			s.src = fallbackSource(SourceNetlink, bpfErr, "backlog and max backlog of listeners from sock_diag")
 			return s
 		}
 	}
@@ -71,7 +71,7 @@ func newAcceptSource(cfg *Config, bpfErr error) *acceptSource {
 		}
 		what = fmt.Sprintf("net.core.somaxconn=%d as the max backlog, so fill is a lower bound", s.max)
 	}
-	s.src = Source{Kind: SourceProcfs, Reason: "eBPF unavailable (" + bpfErr.Error() + "); backlog from /proc/net/tcp rx_queue, " + what}
+	s.src = fallbackSource(SourceProcfs, bpfErr, "backlog from /proc/net/tcp rx_queue, "+what)
 	return s
 }
 

@@ -45,7 +45,7 @@ func newBlkioSource(cfg *Config, bpfErr error) *blkioSource {
 	}
 	if bpfErr != nil {
 		s.status.Reason = bpfErr.Error()
-		s.src = Source{Kind: SourceProcfs, Reason: "eBPF unavailable (" + bpfErr.Error() + "); mean latency per I/O from /proc/diskstats"}
+		s.src = fallbackSource(SourceProcfs, bpfErr, "mean latency per I/O from /proc/diskstats")
 		return s
 	}
 	s.status.Attached, s.status.Tier = true, s.probe.Tier().String()

@@ -55,7 +55,7 @@ func newRunqSource(cfg *Config, bpfErr error) *runqSource {
 	}
 	if bpfErr != nil {
 		s.status.Reason = bpfErr.Error()
-		s.src = Source{Kind: SourceProcfs, Reason: "eBPF unavailable (" + bpfErr.Error() + "); mean wait per timeslice from /proc/PID/schedstat of watched pids"}
+		s.src = fallbackSource(SourceProcfs, bpfErr, "mean wait per timeslice from /proc/PID/schedstat of watched pids")
 		return s
 	}
 	s.status.Attached, s.status.Tier = true, s.probe.Tier().String()

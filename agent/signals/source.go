@@ -26,6 +26,13 @@ type Source struct {
 	Reason string     `json:"reason,omitempty"`
 }
 
+// fallbackSource is the Source of a signal whose eBPF probe failed with
+// err and that kind now serves, how saying from what: one wording for
+// every source's reason.
+func fallbackSource(kind SourceKind, err error, how string) Source {
+	return Source{Kind: kind, Reason: "eBPF unavailable (" + err.Error() + "); " + how}
+}
+
 // ProbeStatus is one eBPF probe's state: attached (with its tier) or
 // disabled (with the reason).
 type ProbeStatus struct {

@@ -27,7 +27,7 @@ func newSyscallSource(cfg *Config, bpfErr error) *syscallSource {
 	}
 	if bpfErr != nil {
 		s.status.Reason = bpfErr.Error()
-		s.src = Source{Kind: SourceNone, Reason: "eBPF unavailable (" + bpfErr.Error() + "); procfs has no syscall timing"}
+		s.src = fallbackSource(SourceNone, bpfErr, "procfs has no syscall timing")
 		return s
 	}
 	s.status.Attached, s.status.Tier = true, s.probe.Tier().String()

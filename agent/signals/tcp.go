@@ -29,7 +29,7 @@ func newTCPSource(cfg *Config, bpfErr error) *tcpSource {
 	}
 	if bpfErr != nil {
 		s.status.Reason = bpfErr.Error()
-		s.src = Source{Kind: SourceProcfs, Reason: "eBPF unavailable (" + bpfErr.Error() + "); RetransSegs/OutSegs from /proc/net/snmp"}
+		s.src = fallbackSource(SourceProcfs, bpfErr, "RetransSegs/OutSegs from /proc/net/snmp")
 		return s
 	}
 	s.status.Attached, s.status.Tier = true, s.probe.Tier().String()
