@@ -102,8 +102,8 @@ type ProfileWindow struct {
 // their perf events and links. Not safe for concurrent Drain calls.
 type Profiler struct {
 	cfg      ProfilerConfig
-	on       profileObjects
-	off      *offcpuObjects
+	on       profilerObjects
+	off      *profilerOffcpuObjects
 	offHook  string
 	links    []link.Link
 	gen      uint32
@@ -121,13 +121,13 @@ func NewProfiler(cfg ProfilerConfig) (*Profiler, error) {
 		return nil, fmt.Errorf("%w: %d", ErrBadFrequency, cfg.FrequencyHz)
 	}
 	p := &Profiler{cfg: cfg}
-	spec, err := loadProfile()
+	spec, err := loadProfiler()
 	if err != nil {
 		return nil, err
 	}
-	spec.Maps[profileMapProfileStacks].MaxEntries = cfg.StackEntries
-	spec.Maps[profileMapProfileCounts0].MaxEntries = cfg.CountEntries
-	spec.Maps[profileMapProfileCounts1].MaxEntries = cfg.CountEntries
+	spec.Maps[profilerMapProfileStacks].MaxEntries = cfg.StackEntries
+	spec.Maps[profilerMapProfileCounts0].MaxEntries = cfg.CountEntries
+	spec.Maps[profilerMapProfileCounts1].MaxEntries = cfg.CountEntries
 	if err := spec.LoadAndAssign(&p.on, nil); err != nil {
 		return nil, fmt.Errorf("loading profile sampler: %w", err)
 	}
@@ -159,7 +159,7 @@ func (p *Profiler) OffCPUHook() string { return p.offHook }
 func (p *Profiler) Config() ProfilerConfig { return p.cfg }
 
 func (p *Profiler) writeControl(m *ebpf.Map) error {
-	ctl := profileProfilerControl{
+	ctl := profilerProfilerControl{
 		Gen:               p.gen,
 		FilterTgid:        p.cfg.PID,
 		FilterCgroup:      p.cfg.CgroupID,

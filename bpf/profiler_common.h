@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-// Shared by profile.bpf.c and offcpu.bpf.c: the aggregation key, the control
-// record user space writes, and the in-kernel pid / cgroup filter.
+// Shared by profiler.bpf.c and profiler_offcpu.bpf.c: the aggregation key,
+// the control record user space writes, and the in-kernel pid / cgroup filter.
 #pragma once
 
 #define PROFILER_STACK_DEPTH 127

@@ -12,8 +12,8 @@ import (
 // lookup-and-delete, so increments that race with the drain are not lost
 // between a read and a delete.
 func drainCounts(m *ebpf.Map, stacks *stackCache) ([]StackSample, error) {
-	var keys []profileProfilerKey
-	var k profileProfilerKey
+	var keys []profilerProfilerKey
+	var k profilerProfilerKey
 	var v uint64
 	it := m.Iterate()
 	for it.Next(&k, &v) {
@@ -138,7 +138,7 @@ func (p *Profiler) ActivePIDs() ([]uint32, error) {
 	seen := map[uint32]bool{}
 	var out []uint32
 	scan := func(m *ebpf.Map) error {
-		var k profileProfilerKey
+		var k profilerProfilerKey
 		var v uint64
 		it := m.Iterate()
 		for n := 0; it.Next(&k, &v) && n <= int(m.MaxEntries()); n++ {

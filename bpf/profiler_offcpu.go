@@ -20,13 +20,13 @@ func (p *Profiler) attachOffCPU() error {
 		attach     func(*ebpf.Program) (link.Link, error)
 	}
 	flavours := []flavour{
-		{"tp_btf", offcpuProgOffcpuSwitchBtf, func(pr *ebpf.Program) (link.Link, error) {
+		{"tp_btf", profilerOffcpuProgOffcpuSwitchBtf, func(pr *ebpf.Program) (link.Link, error) {
 			return link.AttachTracing(link.TracingOptions{Program: pr, AttachType: ebpf.AttachTraceRawTp})
 		}},
-		{"raw_tp", offcpuProgOffcpuSwitchRaw, func(pr *ebpf.Program) (link.Link, error) {
+		{"raw_tp", profilerOffcpuProgOffcpuSwitchRaw, func(pr *ebpf.Program) (link.Link, error) {
 			return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_switch", Program: pr})
 		}},
-		{"tracepoint", offcpuProgOffcpuSwitchTp, func(pr *ebpf.Program) (link.Link, error) {
+		{"tracepoint", profilerOffcpuProgOffcpuSwitchTp, func(pr *ebpf.Program) (link.Link, error) {
 			if err := ensureTracefs(); err != nil {
 				return nil, err
 			}
@@ -54,8 +54,8 @@ func (p *Profiler) attachOffCPU() error {
 	return fmt.Errorf("%w: %w", ErrNoOffCPUHook, errors.Join(errs...))
 }
 
-func (p *Profiler) loadOffCPU(progName string, attach func(*ebpf.Program) (link.Link, error)) (*offcpuObjects, link.Link, error) {
-	spec, err := loadOffcpu()
+func (p *Profiler) loadOffCPU(progName string, attach func(*ebpf.Program) (link.Link, error)) (*profilerOffcpuObjects, link.Link, error) {
+	spec, err := loadProfilerOffcpu()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,28 +64,28 @@ func (p *Profiler) loadOffCPU(progName string, attach func(*ebpf.Program) (link.
 			delete(spec.Programs, name)
 		}
 	}
-	spec.Maps[offcpuMapOffcpuStacks].MaxEntries = max(p.cfg.StackEntries/2, 256)
-	spec.Maps[offcpuMapOffcpuCounts0].MaxEntries = p.cfg.CountEntries
-	spec.Maps[offcpuMapOffcpuCounts1].MaxEntries = p.cfg.CountEntries
+	spec.Maps[profilerOffcpuMapOffcpuStacks].MaxEntries = max(p.cfg.StackEntries/2, 256)
+	spec.Maps[profilerOffcpuMapOffcpuCounts0].MaxEntries = p.cfg.CountEntries
+	spec.Maps[profilerOffcpuMapOffcpuCounts1].MaxEntries = p.cfg.CountEntries
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading off-CPU program: %w", err)
 	}
-	objs := &offcpuObjects{}
-	objs.OffcpuControl = coll.Maps[offcpuMapOffcpuControl]
-	objs.OffcpuCounts0 = coll.Maps[offcpuMapOffcpuCounts0]
-	objs.OffcpuCounts1 = coll.Maps[offcpuMapOffcpuCounts1]
-	objs.OffcpuLost = coll.Maps[offcpuMapOffcpuLost]
-	objs.OffcpuStacks = coll.Maps[offcpuMapOffcpuStacks]
-	objs.OffcpuStarts = coll.Maps[offcpuMapOffcpuStarts]
+	objs := &profilerOffcpuObjects{}
+	objs.OffcpuControl = coll.Maps[profilerOffcpuMapOffcpuControl]
+	objs.OffcpuCounts0 = coll.Maps[profilerOffcpuMapOffcpuCounts0]
+	objs.OffcpuCounts1 = coll.Maps[profilerOffcpuMapOffcpuCounts1]
+	objs.OffcpuLost = coll.Maps[profilerOffcpuMapOffcpuLost]
+	objs.OffcpuStacks = coll.Maps[profilerOffcpuMapOffcpuStacks]
+	objs.OffcpuStarts = coll.Maps[profilerOffcpuMapOffcpuStarts]
 	prog := coll.Programs[progName]
 	// Keep only the program we attach; the other fields stay nil, so give
 	// them closed-safe placeholders by detaching them from the collection.
 	objs.OffcpuSwitchBtf, objs.OffcpuSwitchRaw, objs.OffcpuSwitchTp = closedProg, closedProg, closedProg
 	switch progName {
-	case offcpuProgOffcpuSwitchBtf:
+	case profilerOffcpuProgOffcpuSwitchBtf:
 		objs.OffcpuSwitchBtf = prog
-	case offcpuProgOffcpuSwitchRaw:
+	case profilerOffcpuProgOffcpuSwitchRaw:
 		objs.OffcpuSwitchRaw = prog
 	default:
 		objs.OffcpuSwitchTp = prog

@@ -8,7 +8,7 @@ type TCPStatOptions struct {
 }
 
 // TCPCounters are cumulative node-wide TCP event counts (struct
-// tcpstat_counters in tcp.bpf.c).
+// tcpstat_counters in tcpstat.bpf.c).
 type TCPCounters struct {
 	Retransmits  uint64 // tcp:tcp_retransmit_skb
 	StateChanges uint64 // sock:inet_sock_set_state for TCP sockets
