@@ -39,8 +39,12 @@ type Accept struct {
 	buf   []byte
 }
 
+// AcceptOptions configure OpenAccept. There is nothing to choose yet (the
+// iterator has one tier); the struct keeps every loader's shape the same.
+type AcceptOptions struct{}
+
 // OpenAccept loads and attaches the iterator.
-func OpenAccept() (*Accept, error) {
+func OpenAccept(AcceptOptions) (*Accept, error) {
 	removeMemlock()
 	spec, err := loadAccept()
 	if err != nil {
@@ -133,12 +137,12 @@ func (a *Accept) Read(dst []ListenQueue) ([]ListenQueue, error) {
 }
 
 // Stats reports the iterator program's kernel run-time accounting.
-func (a *Accept) Stats() ([]ProgStats, error) {
-	s, err := a.coll.Programs["accept_iter"].Stats()
+func (a *Accept) Stats() ([]ProgramStats, error) {
+	s, err := programStats(acceptProgAcceptIter, a.coll.Programs[acceptProgAcceptIter])
 	if err != nil {
-		return nil, fmt.Errorf("stats of accept_iter: %w", err)
+		return nil, err
 	}
-	return []ProgStats{{Name: "accept_iter", RunCount: s.RunCount, Runtime: s.Runtime}}, nil
+	return []ProgramStats{s}, nil
 }
 
 // Close detaches and unloads.

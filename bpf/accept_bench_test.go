@@ -6,8 +6,8 @@ import "testing"
 // is dominated by the kernel visiting every bucket of the TCP hash tables,
 // not by the number of sockets.
 func BenchmarkAcceptRead(b *testing.B) {
-	requireRootForSignals(b)
-	a, err := OpenAccept()
+	requireBPF(b)
+	a, err := OpenAccept(AcceptOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -45,8 +45,8 @@ func dialBurst(t testing.TB, port uint16, n int, timeout time.Duration) {
 }
 
 func TestAcceptQueueFillsWithTinyBacklog(t *testing.T) {
-	requireRootForSignals(t)
-	a, err := OpenAccept()
+	requireBPF(t)
+	a, err := OpenAccept(AcceptOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ type BlkioOptions struct {
 	Tier Tier
 }
 
-var blkioHooks = []sigHook{
+var blkioHooks = []hook{
 	{group: "block", name: "block_rq_issue", btf: "blkio_btf_issue", raw: "blkio_raw_issue", tp: "blkio_tp_issue"},
 	{group: "block", name: "block_rq_complete", btf: "blkio_btf_complete", raw: "blkio_raw_complete", tp: "blkio_tp_complete"},
 }
@@ -22,13 +22,13 @@ func (d Dev) String() string { return fmt.Sprintf("%d:%d", d.Major(), d.Minor())
 
 // Blkio measures block request latency (issue to complete) per device.
 type Blkio struct {
-	p      *sigProbe
+	p      *probe
 	reader *percpuHist
 }
 
 // OpenBlkio loads and attaches the block I/O programs.
 func OpenBlkio(opts BlkioOptions) (*Blkio, error) {
-	p, err := openSigProbe("blkio", loadBlkio, blkioHooks, opts.Tier)
+	p, err := openProbe("blkio", loadBlkio, blkioHooks, opts.Tier)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (b *Blkio) ReadDevices(fn func(dev Dev, h *Hist)) error {
 }
 
 // Stats reports each program's kernel run-time accounting.
-func (b *Blkio) Stats() ([]ProgStats, error) { return b.p.stats() }
+func (b *Blkio) Stats() ([]ProgramStats, error) { return b.p.stats() }
 
 // Close detaches and unloads the programs.
 func (b *Blkio) Close() error { return b.p.Close() }

@@ -67,7 +67,7 @@ func fsyncWrites(t *testing.T, dir string, n int) {
 }
 
 func TestBlkioSeesFsyncedWrites(t *testing.T) {
-	requireRootForSignals(t)
+	requireBPF(t)
 	dir, disk := blockBackedDir(t)
 	for _, tier := range allTiers {
 		t.Run(tier.String(), func(t *testing.T) {

@@ -169,29 +169,13 @@ func schedstatOf(pid int) (waitNs, slices uint64, err error) {
 	return waitNs, slices, nil
 }
 
-// cgroup2Mount finds where the cgroup v2 hierarchy is mounted (on hybrid
-// hosts it is /sys/fs/cgroup/unified).
-func cgroup2Mount() (string, error) {
-	b, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 3 && f[2] == "cgroup2" {
-			return f[1], nil
-		}
-	}
-	return "", fmt.Errorf("no cgroup2 mount")
-}
-
 // makeTestCgroup creates a cgroup v2 directory, returns its path and id
 // (inode), and removes it at cleanup.
 func makeTestCgroup(t testing.TB) (string, uint64) {
 	t.Helper()
-	root, err := cgroup2Mount()
+	root, err := Cgroup2Root()
 	if err != nil {
-		t.Skipf("no cgroup v2 hierarchy mounted: %v", err)
+		t.Skipf("per-cgroup tests need cgroup v2: %v", err)
 	}
 	dir := filepath.Join(root, fmt.Sprintf("triage-sigtest-%d-%d", os.Getpid(), time.Now().UnixNano()))
 	if err := os.Mkdir(dir, 0o755); err != nil {

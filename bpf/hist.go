@@ -2,10 +2,8 @@ package bpf
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 )
 
 // HistSlots is the number of log2 buckets of a kernel latency histogram.
@@ -35,61 +33,6 @@ func (h *Hist) Add(o *Hist) {
 	}
 	h.SumNs += o.SumNs
 }
-
-// percpuHist reads a per-CPU histogram value into a buffer it keeps, so
-// repeated reads do not grow the heap with the CPU count.
-type percpuHist struct {
-	buf []Hist
-}
-
-func newPercpuHist() (*percpuHist, error) {
-	buf, err := percpuBuf[Hist]()
-	if err != nil {
-		return nil, err
-	}
-	return &percpuHist{buf: buf}, nil
-}
-
-// percpuBuf is a buffer for one value per possible CPU, what a lookup of a
-// per-CPU map fills.
-func percpuBuf[T any]() ([]T, error) {
-	n, err := ebpf.PossibleCPU()
-	if err != nil {
-		return nil, fmt.Errorf("counting possible CPUs: %w", err)
-	}
-	return make([]T, n), nil
-}
-
-// read sums the per-CPU values of key in m into dst.
-func (p *percpuHist) read(m *ebpf.Map, key any, dst *Hist) error {
-	if err := m.Lookup(key, &p.buf); err != nil {
-		return err
-	}
-	p.sum(dst)
-	return nil
-}
-
-// sum adds up the per-CPU values last read into the buffer.
-func (p *percpuHist) sum(dst *Hist) {
-	*dst = Hist{}
-	for i := range p.buf {
-		dst.Add(&p.buf[i])
-	}
-}
-
-// setConfigFlags writes the flags word of a probe's config array.
-func setConfigFlags(m *ebpf.Map, flags uint32) error {
-	if err := m.Put(uint32(0), flags); err != nil {
-		return fmt.Errorf("writing probe config: %w", err)
-	}
-	return nil
-}
-
-const (
-	flagWatchCgroups uint32 = 1 << 0
-	flagWatchPIDs    uint32 = 1 << 1
-	flagWatchAll     uint32 = 1 << 2
-)
 
 // Sub stores a - b in h, bucket by bucket; a bucket that went backwards
 // (the program was reloaded) counts as a fresh start, so h takes a's value.
@@ -157,14 +100,43 @@ func bucketBounds(i int) (lo, hi float64) {
 
 func nan() float64 { var z float64; return z / z }
 
-// EnableSignalRunStats turns on kernel.bpf_stats_enabled for as long as
-// the returned closer is open, so ProgStats report run time and count
-// (the accounting adds two clock reads per program run, so it is off by
-// default).
-func EnableSignalRunStats() (io.Closer, error) {
-	c, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+// percpuHist reads a per-CPU histogram value into a buffer it keeps, so
+// repeated reads do not grow the heap with the CPU count.
+type percpuHist struct {
+	buf []Hist
+}
+
+func newPercpuHist() (*percpuHist, error) {
+	buf, err := percpuBuf[Hist]()
 	if err != nil {
-		return nil, fmt.Errorf("enabling BPF run-time stats: %w", err)
+		return nil, err
 	}
-	return c, nil
+	return &percpuHist{buf: buf}, nil
+}
+
+// percpuBuf is a buffer for one value per possible CPU, what a lookup of a
+// per-CPU map fills.
+func percpuBuf[T any]() ([]T, error) {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("counting possible CPUs: %w", err)
+	}
+	return make([]T, n), nil
+}
+
+// read sums the per-CPU values of key in m into dst.
+func (p *percpuHist) read(m *ebpf.Map, key any, dst *Hist) error {
+	if err := m.Lookup(key, &p.buf); err != nil {
+		return err
+	}
+	p.sum(dst)
+	return nil
+}
+
+// sum adds up the per-CPU values last read into the buffer.
+func (p *percpuHist) sum(dst *Hist) {
+	*dst = Hist{}
+	for i := range p.buf {
+		dst.Add(&p.buf[i])
+	}
 }

@@ -6,9 +6,9 @@ import (
 	"github.com/triage-agent/triage/internal/testenv"
 )
 
-// requireRootForSignals skips where the machine truly cannot load BPF (the
-// signal probes and the profiler alike).
-func requireRootForSignals(t testing.TB) {
+// requireBPF skips where the machine truly cannot load BPF (not root, or
+// no kernel BTF).
+func requireBPF(t testing.TB) {
 	t.Helper()
 	testenv.RequireBPF(t, "loading BPF programs needs root (CAP_BPF + CAP_PERFMON); run the tests as root")
 }
@@ -16,7 +16,7 @@ func requireRootForSignals(t testing.TB) {
 var allTiers = []Tier{TierBTF, TierRaw, TierTracepoint}
 
 func TestSignalProbesLoadOnEveryTier(t *testing.T) {
-	requireRootForSignals(t)
+	requireBPF(t)
 	for _, tier := range allTiers {
 		t.Run(tier.String(), func(t *testing.T) {
 			r, err := OpenRunqlat(RunqlatOptions{Tier: tier})
@@ -46,7 +46,7 @@ func TestSignalProbesLoadOnEveryTier(t *testing.T) {
 			}
 		})
 	}
-	a, err := OpenAccept()
+	a, err := OpenAccept(AcceptOptions{})
 	if err != nil {
 		t.Fatalf("accept: %v", err)
 	}

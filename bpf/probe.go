@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -76,22 +75,14 @@ type TierAttempt struct {
 	Err  error
 }
 
-// ProgStats is the kernel's run-time accounting for one loaded program
-// (needs kernel.bpf_stats_enabled, see EnableRunStats).
-type ProgStats struct {
-	Name     string
-	RunCount uint64
-	Runtime  time.Duration
-}
-
-// sigHook is one kernel hook of a probe: the tracepoint's group and name,
+// hook is one kernel hook of a probe: the tracepoint's group and name,
 // and the program implementing it on each tier ("" when absent).
-type sigHook struct {
+type hook struct {
 	group, name  string
 	btf, raw, tp string
 }
 
-func (h sigHook) prog(t Tier) string {
+func (h hook) prog(t Tier) string {
 	switch t {
 	case TierBTF:
 		return h.btf
@@ -103,21 +94,21 @@ func (h sigHook) prog(t Tier) string {
 	return ""
 }
 
-// sigProbe is a loaded, attached probe: its collection (only the chosen
+// probe is a loaded, attached probe: its collection (only the chosen
 // tier's programs and the maps they use) and its links.
-type sigProbe struct {
+type probe struct {
 	name     string
 	tier     Tier
 	coll     *ebpf.Collection
 	links    []link.Link
 	progs    []string
-	hooks    []sigHook
+	hooks    []hook
 	attempts []TierAttempt
 }
 
-// openSigProbe loads and attaches every hook on the first tier that works
+// openProbe loads and attaches every hook on the first tier that works
 // for all of them (a probe never mixes tiers: its maps are per tier).
-func openSigProbe(name string, load func() (*ebpf.CollectionSpec, error), hooks []sigHook, want Tier) (*sigProbe, error) {
+func openProbe(name string, load func() (*ebpf.CollectionSpec, error), hooks []hook, want Tier) (*probe, error) {
 	removeMemlock()
 	tiers := []Tier{TierBTF, TierRaw, TierTracepoint}
 	if want != TierAuto {
@@ -132,7 +123,7 @@ func openSigProbe(name string, load func() (*ebpf.CollectionSpec, error), hooks 
 	}
 	var attempts []TierAttempt
 	for _, t := range tiers {
-		p, err := loadSigTier(name, load, hooks, t)
+		p, err := loadTier(name, load, hooks, t)
 		if err == nil {
 			p.attempts = attempts
 			return p, nil
@@ -146,7 +137,7 @@ func openSigProbe(name string, load func() (*ebpf.CollectionSpec, error), hooks 
 	return nil, fmt.Errorf("%s: %w (%s)", name, ErrNoTier, strings.Join(msgs, "; "))
 }
 
-func loadSigTier(name string, load func() (*ebpf.CollectionSpec, error), hooks []sigHook, t Tier) (*sigProbe, error) {
+func loadTier(name string, load func() (*ebpf.CollectionSpec, error), hooks []hook, t Tier) (*probe, error) {
 	spec, err := load()
 	if err != nil {
 		return nil, fmt.Errorf("loading %s spec: %w", name, err)
@@ -161,7 +152,7 @@ func loadSigTier(name string, load func() (*ebpf.CollectionSpec, error), hooks [
 	}
 	pruneSpec(spec, keep)
 	if t == TierTracepoint {
-		if err := mountTracefsForSignals(); err != nil {
+		if err := mountTracefs(); err != nil {
 			return nil, err
 		}
 	}
@@ -169,7 +160,7 @@ func loadSigTier(name string, load func() (*ebpf.CollectionSpec, error), hooks [
 	if err != nil {
 		return nil, fmt.Errorf("loading %s programs: %w", t, err)
 	}
-	p := &sigProbe{name: name, tier: t, coll: coll, progs: keep, hooks: hooks}
+	p := &probe{name: name, tier: t, coll: coll, progs: keep, hooks: hooks}
 	if err := p.attach(); err != nil {
 		p.Close()
 		return nil, err
@@ -178,7 +169,7 @@ func loadSigTier(name string, load func() (*ebpf.CollectionSpec, error), hooks [
 }
 
 // attach links every hook's program; a no-op while attached.
-func (p *sigProbe) attach() error {
+func (p *probe) attach() error {
 	if len(p.links) > 0 {
 		return nil
 	}
@@ -207,7 +198,7 @@ func (p *sigProbe) attach() error {
 
 // detach unlinks the programs but keeps them and their maps loaded, so a
 // probe with nothing to watch costs the kernel nothing until re-attached.
-func (p *sigProbe) detach() error {
+func (p *probe) detach() error {
 	var errs []error
 	for _, l := range p.links {
 		errs = append(errs, l.Close())
@@ -242,24 +233,37 @@ func pruneSpec(spec *ebpf.CollectionSpec, keep []string) {
 	}
 }
 
-func (p *sigProbe) mapNamed(name string) *ebpf.Map { return p.coll.Maps[name] }
+func (p *probe) mapNamed(name string) *ebpf.Map { return p.coll.Maps[name] }
 
-// stats returns the run-time accounting of each attached program.
-func (p *sigProbe) stats() ([]ProgStats, error) {
-	out := make([]ProgStats, 0, len(p.progs))
+// stats returns the run-time accounting of each loaded program.
+func (p *probe) stats() ([]ProgramStats, error) {
+	out := make([]ProgramStats, 0, len(p.progs))
 	for _, n := range p.progs {
-		prog := p.coll.Programs[n]
-		s, err := prog.Stats()
+		s, err := programStats(n, p.coll.Programs[n])
 		if err != nil {
-			return nil, fmt.Errorf("stats of %s: %w", n, err)
+			return nil, err
 		}
-		out = append(out, ProgStats{Name: n, RunCount: s.RunCount, Runtime: s.Runtime})
+		out = append(out, s)
 	}
 	return out, nil
 }
 
+// setConfigFlags writes the flags word of a probe's config array.
+func setConfigFlags(m *ebpf.Map, flags uint32) error {
+	if err := m.Put(uint32(0), flags); err != nil {
+		return fmt.Errorf("writing probe config: %w", err)
+	}
+	return nil
+}
+
+const (
+	flagWatchCgroups uint32 = 1 << 0
+	flagWatchPIDs    uint32 = 1 << 1
+	flagWatchAll     uint32 = 1 << 2
+)
+
 // Close detaches and unloads; safe to call twice.
-func (p *sigProbe) Close() error {
+func (p *probe) Close() error {
 	if p == nil {
 		return nil
 	}

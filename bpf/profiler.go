@@ -9,9 +9,9 @@ import (
 	"github.com/cilium/ebpf/link"
 )
 
-// ProfilerConfig configures NewProfiler. The zero value profiles every
+// ProfilerOptions configures OpenProfiler. The zero value profiles every
 // process on every CPU at 19 Hz, on-CPU only.
-type ProfilerConfig struct {
+type ProfilerOptions struct {
 	// FrequencyHz is the per-CPU sampling frequency (default 19, like Parca:
 	// a prime, so sampling does not lock step with periodic work).
 	FrequencyHz int
@@ -42,20 +42,20 @@ type ProfilerConfig struct {
 	CountEntries uint32
 }
 
-func (c ProfilerConfig) withDefaults() ProfilerConfig {
-	if c.FrequencyHz <= 0 {
-		c.FrequencyHz = 19
+func (o ProfilerOptions) withDefaults() ProfilerOptions {
+	if o.FrequencyHz <= 0 {
+		o.FrequencyHz = 19
 	}
-	if c.MinBlock <= 0 {
-		c.MinBlock = time.Millisecond
+	if o.MinBlock <= 0 {
+		o.MinBlock = time.Millisecond
 	}
-	if c.StackEntries == 0 {
-		c.StackEntries = 8192
+	if o.StackEntries == 0 {
+		o.StackEntries = 8192
 	}
-	if c.CountEntries == 0 {
-		c.CountEntries = 10240
+	if o.CountEntries == 0 {
+		o.CountEntries = 10240
 	}
-	return c
+	return o
 }
 
 // profilerFlagPreempted mirrors PROFILER_F_PREEMPTED in profiler_common.h.
@@ -101,7 +101,7 @@ type ProfileWindow struct {
 // Profiler owns the loaded sampler (and optionally the off-CPU program),
 // their perf events and links. Not safe for concurrent Drain calls.
 type Profiler struct {
-	cfg      ProfilerConfig
+	opts     ProfilerOptions
 	on       profilerObjects
 	off      *profilerOffcpuObjects
 	offHook  string
@@ -113,36 +113,36 @@ type Profiler struct {
 	closed   bool
 }
 
-// NewProfiler loads the BPF programs, opens one cpu-clock perf event per
+// OpenProfiler loads the BPF programs, opens one cpu-clock perf event per
 // online CPU and attaches the sampler to each.
-func NewProfiler(cfg ProfilerConfig) (*Profiler, error) {
-	cfg = cfg.withDefaults()
-	if cfg.FrequencyHz > 10000 {
-		return nil, fmt.Errorf("%w: %d", ErrBadFrequency, cfg.FrequencyHz)
+func OpenProfiler(opts ProfilerOptions) (*Profiler, error) {
+	opts = opts.withDefaults()
+	if opts.FrequencyHz > 10000 {
+		return nil, fmt.Errorf("%w: %d", ErrBadFrequency, opts.FrequencyHz)
 	}
-	p := &Profiler{cfg: cfg}
+	p := &Profiler{opts: opts}
 	spec, err := loadProfiler()
 	if err != nil {
 		return nil, err
 	}
-	spec.Maps[profilerMapProfileStacks].MaxEntries = cfg.StackEntries
-	spec.Maps[profilerMapProfileCounts0].MaxEntries = cfg.CountEntries
-	spec.Maps[profilerMapProfileCounts1].MaxEntries = cfg.CountEntries
+	spec.Maps[profilerMapProfileStacks].MaxEntries = opts.StackEntries
+	spec.Maps[profilerMapProfileCounts0].MaxEntries = opts.CountEntries
+	spec.Maps[profilerMapProfileCounts1].MaxEntries = opts.CountEntries
 	if err := spec.LoadAndAssign(&p.on, nil); err != nil {
 		return nil, fmt.Errorf("loading profile sampler: %w", err)
 	}
-	p.onStacks = newStackCache(p.on.ProfileStacks, cfg.StackEntries)
+	p.onStacks = newStackCache(p.on.ProfileStacks, opts.StackEntries)
 	if err := p.writeControl(p.on.ProfileControl); err != nil {
 		p.Close()
 		return nil, err
 	}
-	links, err := attachCPUClock(p.on.ProfileSample, cfg.FrequencyHz)
+	links, err := attachCPUClock(p.on.ProfileSample, opts.FrequencyHz)
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
 	p.links = append(p.links, links...)
-	if cfg.OffCPU {
+	if opts.OffCPU {
 		if err := p.attachOffCPU(); err != nil {
 			p.Close()
 			return nil, err
@@ -155,18 +155,18 @@ func NewProfiler(cfg ProfilerConfig) (*Profiler, error) {
 // OffCPUHook names the sched_switch flavour attached ("" when off-CPU is off).
 func (p *Profiler) OffCPUHook() string { return p.offHook }
 
-// Config returns the effective configuration (defaults filled in).
-func (p *Profiler) Config() ProfilerConfig { return p.cfg }
+// Options returns the effective options (defaults filled in).
+func (p *Profiler) Options() ProfilerOptions { return p.opts }
 
 func (p *Profiler) writeControl(m *ebpf.Map) error {
 	ctl := profilerProfilerControl{
 		Gen:               p.gen,
-		FilterTgid:        p.cfg.PID,
-		FilterCgroup:      p.cfg.CgroupID,
-		FilterCgroupLevel: p.cfg.CgroupLevel,
-		MinBlockNs:        uint64(p.cfg.MinBlock.Nanoseconds()),
+		FilterTgid:        p.opts.PID,
+		FilterCgroup:      p.opts.CgroupID,
+		FilterCgroupLevel: p.opts.CgroupLevel,
+		MinBlockNs:        uint64(p.opts.MinBlock.Nanoseconds()),
 	}
-	if p.cfg.OffCPUPreempted {
+	if p.opts.OffCPUPreempted {
 		ctl.Flags |= profilerFlagPreempted
 	}
 	if err := m.Put(uint32(0), &ctl); err != nil {
@@ -192,7 +192,7 @@ func (p *Profiler) Drain() (*ProfileWindow, error) {
 		}
 	}
 	now := time.Now()
-	w := &ProfileWindow{Start: p.start, End: now, FrequencyHz: p.cfg.FrequencyHz}
+	w := &ProfileWindow{Start: p.start, End: now, FrequencyHz: p.opts.FrequencyHz}
 	p.start = now
 	// A sample that read the old generation just before the flip may still
 	// be writing; a short pause lets it land so it is drained now, not later.
@@ -220,6 +220,34 @@ func (p *Profiler) Drain() (*ProfileWindow, error) {
 		p.offStk.maybeClear()
 	}
 	return w, nil
+}
+
+// Stats reports the kernel run-time accounting of the sampler and, with
+// off-CPU on, of the sched_switch program that attached.
+func (p *Profiler) Stats() ([]ProgramStats, error) {
+	type named struct {
+		name string
+		prog *ebpf.Program
+	}
+	progs := []named{{profilerProgProfileSample, p.on.ProfileSample}}
+	if p.off != nil {
+		progs = append(progs,
+			named{profilerOffcpuProgOffcpuSwitchBtf, p.off.OffcpuSwitchBtf},
+			named{profilerOffcpuProgOffcpuSwitchRaw, p.off.OffcpuSwitchRaw},
+			named{profilerOffcpuProgOffcpuSwitchTp, p.off.OffcpuSwitchTp})
+	}
+	var out []ProgramStats
+	for _, pr := range progs {
+		if pr.prog == nil {
+			continue // an off-CPU flavour that was not loaded
+		}
+		s, err := programStats(pr.name, pr.prog)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // Close detaches everything and frees the maps. Safe to call twice.

@@ -3,11 +3,9 @@ package bpf
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"golang.org/x/sys/unix"
 )
 
 // attachOffCPU loads and attaches the sched_switch program, trying tp_btf
@@ -27,7 +25,7 @@ func (p *Profiler) attachOffCPU() error {
 			return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_switch", Program: pr})
 		}},
 		{"tracepoint", profilerOffcpuProgOffcpuSwitchTp, func(pr *ebpf.Program) (link.Link, error) {
-			if err := ensureTracefs(); err != nil {
+			if err := mountTracefs(); err != nil {
 				return nil, err
 			}
 			return link.Tracepoint("sched", "sched_switch", pr, nil)
@@ -35,7 +33,7 @@ func (p *Profiler) attachOffCPU() error {
 	}
 	var errs []error
 	for _, f := range flavours {
-		if p.cfg.OffCPUHook != "" && p.cfg.OffCPUHook != f.name {
+		if p.opts.OffCPUHook != "" && p.opts.OffCPUHook != f.name {
 			continue
 		}
 		objs, l, err := p.loadOffCPU(f.prog, f.attach)
@@ -45,11 +43,11 @@ func (p *Profiler) attachOffCPU() error {
 		}
 		p.off, p.offHook = objs, f.name
 		p.links = append(p.links, l)
-		p.offStk = newStackCache(objs.OffcpuStacks, p.cfg.StackEntries/2)
+		p.offStk = newStackCache(objs.OffcpuStacks, p.opts.StackEntries/2)
 		return nil
 	}
 	if len(errs) == 0 {
-		return fmt.Errorf("%w: unknown hook %q", ErrNoOffCPUHook, p.cfg.OffCPUHook)
+		return fmt.Errorf("%w: unknown hook %q", ErrNoOffCPUHook, p.opts.OffCPUHook)
 	}
 	return fmt.Errorf("%w: %w", ErrNoOffCPUHook, errors.Join(errs...))
 }
@@ -64,9 +62,9 @@ func (p *Profiler) loadOffCPU(progName string, attach func(*ebpf.Program) (link.
 			delete(spec.Programs, name)
 		}
 	}
-	spec.Maps[profilerOffcpuMapOffcpuStacks].MaxEntries = max(p.cfg.StackEntries/2, 256)
-	spec.Maps[profilerOffcpuMapOffcpuCounts0].MaxEntries = p.cfg.CountEntries
-	spec.Maps[profilerOffcpuMapOffcpuCounts1].MaxEntries = p.cfg.CountEntries
+	spec.Maps[profilerOffcpuMapOffcpuStacks].MaxEntries = max(p.opts.StackEntries/2, 256)
+	spec.Maps[profilerOffcpuMapOffcpuCounts0].MaxEntries = p.opts.CountEntries
+	spec.Maps[profilerOffcpuMapOffcpuCounts1].MaxEntries = p.opts.CountEntries
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading off-CPU program: %w", err)
@@ -78,10 +76,9 @@ func (p *Profiler) loadOffCPU(progName string, attach func(*ebpf.Program) (link.
 	objs.OffcpuLost = coll.Maps[profilerOffcpuMapOffcpuLost]
 	objs.OffcpuStacks = coll.Maps[profilerOffcpuMapOffcpuStacks]
 	objs.OffcpuStarts = coll.Maps[profilerOffcpuMapOffcpuStarts]
+	// Only the attached program is loaded; the other two fields stay nil
+	// (closing a nil *ebpf.Program is a no-op).
 	prog := coll.Programs[progName]
-	// Keep only the program we attach; the other fields stay nil, so give
-	// them closed-safe placeholders by detaching them from the collection.
-	objs.OffcpuSwitchBtf, objs.OffcpuSwitchRaw, objs.OffcpuSwitchTp = closedProg, closedProg, closedProg
 	switch progName {
 	case profilerOffcpuProgOffcpuSwitchBtf:
 		objs.OffcpuSwitchBtf = prog
@@ -100,22 +97,4 @@ func (p *Profiler) loadOffCPU(progName string, attach func(*ebpf.Program) (link.
 		return nil, nil, fmt.Errorf("attaching sched_switch: %w", err)
 	}
 	return objs, l, nil
-}
-
-// closedProg stands in for the off-CPU programs that were not loaded;
-// (*ebpf.Program)(nil).Close is a no-op.
-var closedProg *ebpf.Program
-
-// ensureTracefs mounts tracefs where classic tracepoints expect it, if no
-// tracefs is mounted yet.
-func ensureTracefs() error {
-	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
-		if _, err := os.Stat(dir + "/events"); err == nil {
-			return nil
-		}
-	}
-	if err := unix.Mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, ""); err != nil {
-		return fmt.Errorf("mounting tracefs: %w", err)
-	}
-	return nil
 }

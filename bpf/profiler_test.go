@@ -49,10 +49,10 @@ func procCPU(t *testing.T, pid int) time.Duration {
 }
 
 func TestProfilerSamplesOwnProcess(t *testing.T) {
-	requireRootForSignals(t)
-	p, err := NewProfiler(ProfilerConfig{FrequencyHz: 499, PID: uint32(os.Getpid())})
+	requireBPF(t)
+	p, err := OpenProfiler(ProfilerOptions{FrequencyHz: 499, PID: uint32(os.Getpid())})
 	if err != nil {
-		t.Fatalf("NewProfiler: %v", err)
+		t.Fatalf("OpenProfiler: %v", err)
 	}
 	defer p.Close()
 	spin(300 * time.Millisecond)
@@ -100,16 +100,16 @@ func TestProfilerSamplesOwnProcess(t *testing.T) {
 // TestProfilerOffCPUSeesSleep runs each sched_switch flavour (the
 // fallbacks must work too, not only the first choice).
 func TestProfilerOffCPUSeesSleep(t *testing.T) {
-	requireRootForSignals(t)
+	requireBPF(t)
 	for _, hook := range []string{"tp_btf", "raw_tp", "tracepoint"} {
 		t.Run(hook, func(t *testing.T) { testOffCPUSleep(t, hook) })
 	}
 }
 
 func testOffCPUSleep(t *testing.T, hook string) {
-	p, err := NewProfiler(ProfilerConfig{FrequencyHz: 19, PID: uint32(os.Getpid()), OffCPU: true, OffCPUHook: hook, MinBlock: 5 * time.Millisecond})
+	p, err := OpenProfiler(ProfilerOptions{FrequencyHz: 19, PID: uint32(os.Getpid()), OffCPU: true, OffCPUHook: hook, MinBlock: 5 * time.Millisecond})
 	if err != nil {
-		t.Fatalf("NewProfiler: %v", err)
+		t.Fatalf("OpenProfiler: %v", err)
 	}
 	defer p.Close()
 	if p.OffCPUHook() != hook {
@@ -173,7 +173,7 @@ func TestCgroupFromPath(t *testing.T) {
 // two levels deep and profiles that cgroup's parent: the child's samples
 // (a descendant) must come through and nothing else.
 func TestProfilerCgroupFilter(t *testing.T) {
-	requireRootForSignals(t)
+	requireBPF(t)
 	root, err := Cgroup2Root()
 	if err != nil {
 		t.Skipf("no cgroup v2 hierarchy: %v", err)
@@ -203,9 +203,9 @@ func TestProfilerCgroupFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewProfiler(ProfilerConfig{FrequencyHz: 499, CgroupID: id, CgroupLevel: level})
+	p, err := OpenProfiler(ProfilerOptions{FrequencyHz: 499, CgroupID: id, CgroupLevel: level})
 	if err != nil {
-		t.Fatalf("NewProfiler: %v", err)
+		t.Fatalf("OpenProfiler: %v", err)
 	}
 	defer p.Close()
 	cpu0 := procCPU(t, child.Process.Pid)
@@ -231,15 +231,15 @@ func TestProfilerCgroupFilter(t *testing.T) {
 }
 
 func TestUnknownOffCPUHook(t *testing.T) {
-	requireRootForSignals(t)
-	_, err := NewProfiler(ProfilerConfig{OffCPU: true, OffCPUHook: "kprobe"})
+	requireBPF(t)
+	_, err := OpenProfiler(ProfilerOptions{OffCPU: true, OffCPUHook: "kprobe"})
 	if !errors.Is(err, ErrNoOffCPUHook) {
 		t.Fatalf("unknown hook: err %v, want ErrNoOffCPUHook", err)
 	}
 }
 
 func TestFrequencyBounds(t *testing.T) {
-	if _, err := NewProfiler(ProfilerConfig{FrequencyHz: 20000}); err == nil {
+	if _, err := OpenProfiler(ProfilerOptions{FrequencyHz: 20000}); err == nil {
 		t.Fatal("20 kHz accepted")
 	}
 }

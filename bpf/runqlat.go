@@ -23,7 +23,7 @@ type RunqlatOptions struct {
 // ErrBadSampleRate is returned for a SampleEvery that is not a power of two.
 var ErrBadSampleRate = errors.New("sample rate must be a power of two")
 
-var runqlatHooks = []sigHook{
+var runqlatHooks = []hook{
 	{group: "sched", name: "sched_wakeup", btf: "runqlat_btf_wakeup", raw: "runqlat_raw_wakeup", tp: "runqlat_tp_wakeup"},
 	{group: "sched", name: "sched_wakeup_new", btf: "runqlat_btf_wakeup_new", raw: "runqlat_raw_wakeup_new", tp: "runqlat_tp_wakeup_new"},
 	{group: "sched", name: "sched_switch", btf: "runqlat_btf_switch", raw: "runqlat_raw_switch", tp: "runqlat_tp_switch"},
@@ -32,7 +32,7 @@ var runqlatHooks = []sigHook{
 // Runqlat measures run-queue latency (runnable to running) node-wide and
 // for watched cgroups, as cumulative log2 histograms.
 type Runqlat struct {
-	p       *sigProbe
+	p       *probe
 	reader  *percpuHist
 	zero    []Hist
 	watched map[uint64]bool
@@ -44,7 +44,7 @@ func OpenRunqlat(opts RunqlatOptions) (*Runqlat, error) {
 	if n > 1<<20 || (n != 0 && n&(n-1) != 0) {
 		return nil, fmt.Errorf("runqlat sample every %d: %w", n, ErrBadSampleRate)
 	}
-	p, err := openSigProbe("runqlat", loadRunqlat, runqlatHooks, opts.Tier)
+	p, err := openProbe("runqlat", loadRunqlat, runqlatHooks, opts.Tier)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (r *Runqlat) ReadCgroup(id uint64, dst *Hist) error {
 }
 
 // Stats reports each program's kernel run-time accounting.
-func (r *Runqlat) Stats() ([]ProgStats, error) { return r.p.stats() }
+func (r *Runqlat) Stats() ([]ProgramStats, error) { return r.p.stats() }
 
 // Close detaches and unloads the programs.
 func (r *Runqlat) Close() error { return r.p.Close() }
@@ -124,8 +124,8 @@ func (r *Runqlat) Close() error { return r.p.Close() }
 // OpenRunqlatFloor attaches only an empty tp_btf program to sched_switch:
 // benchmarks use it to measure the fixed cost of any program on this hook.
 func OpenRunqlatFloor() (*Runqlat, error) {
-	hooks := []sigHook{{group: "sched", name: "sched_switch", btf: "runqlat_btf_noop"}}
-	p, err := openSigProbe("runqlat-floor", loadRunqlat, hooks, TierBTF)
+	hooks := []hook{{group: "sched", name: "sched_switch", btf: "runqlat_btf_noop"}}
+	p, err := openProbe("runqlat-floor", loadRunqlat, hooks, TierBTF)
 	if err != nil {
 		return nil, err
 	}

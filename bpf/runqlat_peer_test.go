@@ -80,7 +80,7 @@ func bucketQuantile(counts [64]uint64, total uint64, q float64) int {
 // run-queue histogram on the same overload at the same time: p50 and p99
 // must fall in the same log2 microsecond bucket or a neighbouring one.
 func TestRunqlatAgreesWithBpftrace(t *testing.T) {
-	requireRootForSignals(t)
+	requireBPF(t)
 	bt, err := exec.LookPath("bpftrace")
 	if err != nil {
 		testenv.Unavailable(t, "bpftrace not installed")

@@ -17,7 +17,7 @@ import (
 // within 1%), so 20% leaves room for a busy machine and still fails on
 // a wrong clock, a missed hook or double counting.
 func TestRunqlatOverloadAgreesWithSchedstat(t *testing.T) {
-	requireRootForSignals(t)
+	requireBPF(t)
 	for _, tier := range []Tier{TierBTF, TierRaw, TierTracepoint} {
 		t.Run(tier.String(), func(t *testing.T) {
 			r, err := OpenRunqlat(RunqlatOptions{Tier: tier})
@@ -112,7 +112,7 @@ func itoa(n int) string {
 // TestRunqlatSampledKeepsPercentiles times one enqueue in 4: the counts
 // drop, the overload still reads p99 > 1 ms.
 func TestRunqlatSampledKeepsPercentiles(t *testing.T) {
-	requireRootForSignals(t)
+	requireBPF(t)
 	if _, err := OpenRunqlat(RunqlatOptions{SampleEvery: 3}); !errors.Is(err, ErrBadSampleRate) {
 		t.Fatalf("sample every 3: %v, want ErrBadSampleRate", err)
 	}

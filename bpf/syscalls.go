@@ -7,7 +7,7 @@ type SyscallsOptions struct {
 	Tier Tier
 }
 
-var syscallsHooks = []sigHook{
+var syscallsHooks = []hook{
 	{group: "raw_syscalls", name: "sys_enter", btf: "syscalls_btf_enter", raw: "syscalls_raw_enter", tp: "syscalls_tp_enter"},
 	{group: "raw_syscalls", name: "sys_exit", btf: "syscalls_btf_exit", raw: "syscalls_raw_exit", tp: "syscalls_tp_exit"},
 }
@@ -17,7 +17,7 @@ var syscallsHooks = []sigHook{
 // path plus the filter), so the programs are attached only while
 // something is watched: an empty watch set costs nothing.
 type Syscalls struct {
-	p       *sigProbe
+	p       *probe
 	reader  *percpuHist
 	pids    map[uint32]bool
 	cgroups map[uint64]bool
@@ -26,7 +26,7 @@ type Syscalls struct {
 
 // OpenSyscalls loads and attaches the syscall latency programs.
 func OpenSyscalls(opts SyscallsOptions) (*Syscalls, error) {
-	p, err := openSigProbe("syscalls", loadSyscalls, syscallsHooks, opts.Tier)
+	p, err := openProbe("syscalls", loadSyscalls, syscallsHooks, opts.Tier)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func (s *Syscalls) Read(dst *Hist) error {
 }
 
 // Stats reports each program's kernel run-time accounting.
-func (s *Syscalls) Stats() ([]ProgStats, error) { return s.p.stats() }
+func (s *Syscalls) Stats() ([]ProgramStats, error) { return s.p.stats() }
 
 // Close detaches and unloads the programs.
 func (s *Syscalls) Close() error { return s.p.Close() }

@@ -6,7 +6,7 @@ import "testing"
 // its histogram must put them in the 1-4 ms buckets; an unwatched process
 // (this test) must not add samples.
 func TestSyscallsWatchedPidNanosleep(t *testing.T) {
-	requireRootForSignals(t)
+	requireBPF(t)
 	for _, tier := range allTiers {
 		t.Run(tier.String(), func(t *testing.T) {
 			s, err := OpenSyscalls(SyscallsOptions{Tier: tier})

@@ -16,20 +16,20 @@ type TCPCounters struct {
 	Closed       uint64 // ... whose new state is CLOSE
 }
 
-var tcpstatHooks = []sigHook{
+var tcpstatHooks = []hook{
 	{group: "tcp", name: "tcp_retransmit_skb", btf: "tcpstat_btf_retransmit", raw: "tcpstat_raw_retransmit", tp: "tcpstat_tp_retransmit"},
 	{group: "sock", name: "inet_sock_set_state", btf: "tcpstat_btf_state", raw: "tcpstat_raw_state", tp: "tcpstat_tp_state"},
 }
 
 // TCPStat counts TCP retransmits and socket state changes.
 type TCPStat struct {
-	p   *sigProbe
+	p   *probe
 	buf []TCPCounters
 }
 
 // OpenTCPStat loads and attaches the TCP counter programs.
 func OpenTCPStat(opts TCPStatOptions) (*TCPStat, error) {
-	p, err := openSigProbe("tcpstat", loadTcpstat, tcpstatHooks, opts.Tier)
+	p, err := openProbe("tcpstat", loadTcpstat, tcpstatHooks, opts.Tier)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (t *TCPStat) Read() (TCPCounters, error) {
 }
 
 // Stats reports each program's kernel run-time accounting.
-func (t *TCPStat) Stats() ([]ProgStats, error) { return t.p.stats() }
+func (t *TCPStat) Stats() ([]ProgramStats, error) { return t.p.stats() }
 
 // Close detaches and unloads the programs.
 func (t *TCPStat) Close() error { return t.p.Close() }

@@ -11,7 +11,7 @@ import (
 // full: the kernel drops those SYNs and the client retransmits after the
 // initial 1 s RTO, which is a real tcp_retransmit_skb on loopback.
 func TestTCPStatCountsStatesAndSynRetransmits(t *testing.T) {
-	requireRootForSignals(t)
+	requireBPF(t)
 	for _, tier := range allTiers {
 		t.Run(tier.String(), func(t *testing.T) {
 			s, err := OpenTCPStat(TCPStatOptions{Tier: tier})

@@ -13,11 +13,11 @@ var tracefsOnce struct {
 	done bool
 }
 
-// mountTracefsForSignals makes classic tracepoints usable: cilium/ebpf finds
+// mountTracefs makes classic tracepoints usable: cilium/ebpf finds
 // tracepoint ids under a mounted tracefs, and a minimal container or VM may
 // have none. It mounts tracefs at /sys/kernel/tracing when neither the
 // canonical nor the debugfs location has an events directory.
-func mountTracefsForSignals() error {
+func mountTracefs() error {
 	tracefsOnce.Lock()
 	defer tracefsOnce.Unlock()
 	if tracefsOnce.done {

@@ -16,7 +16,7 @@ import (
 // Config configures New; the zero value profiles every process at 19 Hz,
 // on-CPU only, with default map and cache bounds.
 type Config struct {
-	Profiler   bpf.ProfilerConfig
+	Profiler   bpf.ProfilerOptions
 	Symbolizer flamegraph.SymbolizerConfig
 	Logger     *slog.Logger
 }
@@ -49,7 +49,7 @@ func New(cfg Config) (*Recorder, error) {
 	if err := sym.KernelErr(); err != nil {
 		log.Warn("kernel frames will not be named", "err", err)
 	}
-	p, err := bpf.NewProfiler(cfg.Profiler)
+	p, err := bpf.OpenProfiler(cfg.Profiler)
 	if err != nil {
 		return nil, fmt.Errorf("starting profiler: %w", err)
 	}
@@ -213,6 +213,6 @@ func (r *Recorder) SaveWindow(store *flamegraph.Store) error {
 // Close detaches the profiler.
 func (r *Recorder) Close() error { return r.prof.Close() }
 
-// Cost reports the in-kernel run time of the profiler's programs (needs
-// bpf.EnableRunStats to be on).
-func (r *Recorder) Cost() (bpf.ProgramCost, error) { return r.prof.Cost() }
+// Stats reports the kernel run-time accounting of the profiler's programs
+// (it counts only while bpf.EnableRunStats is on).
+func (r *Recorder) Stats() ([]bpf.ProgramStats, error) { return r.prof.Stats() }

@@ -37,7 +37,7 @@ func newAcceptSource(cfg *Config, bpfErr error) *acceptSource {
 		s.ports[p] = true
 	}
 	if err := bpfErr; err == nil {
-		s.probe, err = bpf.OpenAccept()
+		s.probe, err = bpf.OpenAccept(bpf.AcceptOptions{})
 		if err == nil {
 			err = s.configure()
 		}

@@ -63,7 +63,7 @@ func runBenchProfiler(args []string) error {
 		}
 		hzs = append(hzs, hz)
 	}
-	stats, err := bpf.EnableProfilerRunStats()
+	stats, err := bpf.EnableRunStats()
 	if err != nil {
 		return err
 	}
@@ -163,14 +163,14 @@ func benchProfilerOnce(hz int, offCPU bool, duration, window time.Duration, ncpu
 		return row, err
 	}
 	row.BaseRSSMiB = profilerBenchStatusMiB("VmRSS:")
-	rec, err := profiling.New(profiling.Config{Profiler: bpf.ProfilerConfig{FrequencyHz: hz, OffCPU: offCPU}})
+	rec, err := profiling.New(profiling.Config{Profiler: bpf.ProfilerOptions{FrequencyHz: hz, OffCPU: offCPU}})
 	if err != nil {
 		return row, err
 	}
 	defer rec.Close()
 	var ru0 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	cost0, _ := rec.Cost()
+	cost0, _ := rec.Stats()
 	start := time.Now()
 	for time.Since(start) < duration {
 		rec.Wait(context.Background(), min(window, duration-time.Since(start)))
@@ -196,11 +196,11 @@ func benchProfilerOnce(hz int, offCPU bool, duration, window time.Duration, ncpu
 	wall := time.Since(start)
 	var ru1 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cost1, _ := rec.Cost()
+	cost1, _ := rec.Stats()
 	cpu := profilerBenchTv(ru1.Utime) - profilerBenchTv(ru0.Utime) + profilerBenchTv(ru1.Stime) - profilerBenchTv(ru0.Stime)
 	row.Seconds = wall.Seconds()
 	row.AgentCPUPct = 100 * cpu.Seconds() / wall.Seconds() / float64(ncpu)
-	row.BPFCPUPct = 100 * (cost1.Runtime - cost0.Runtime).Seconds() / wall.Seconds() / float64(ncpu)
+	row.BPFCPUPct = 100 * (bpf.TotalRunTime(cost1) - bpf.TotalRunTime(cost0)).Seconds() / wall.Seconds() / float64(ncpu)
 	row.RSSMiB, row.PeakRSSMiB = profilerBenchStatusMiB("VmRSS:"), profilerBenchStatusMiB("VmHWM:")
 	for _, w := range store.List() {
 		row.StoreBytes += w.Bytes

@@ -353,7 +353,7 @@ func benchSyscalls(res *signalsBenchResult, tier bpf.Tier, calls, reps int) erro
 // benchProgStats reruns both loads once with kernel BPF stats on (stats
 // add their own clock reads, so the side-by-side runs above are without).
 func benchProgStats(res *signalsBenchResult, tier bpf.Tier, rounds, calls int) error {
-	st, err := bpf.EnableSignalRunStats()
+	st, err := bpf.EnableRunStats()
 	if err != nil {
 		return err
 	}
@@ -373,7 +373,7 @@ func benchProgStats(res *signalsBenchResult, tier bpf.Tier, rounds, calls int) e
 	}
 	for _, p := range ps {
 		if p.RunCount > 0 {
-			res.FloorNsPerRun = float64(p.Runtime.Nanoseconds()) / float64(p.RunCount)
+			res.FloorNsPerRun = p.NsPerRun()
 		}
 	}
 	rs, err := bpf.OpenRunqlat(bpf.RunqlatOptions{Tier: tier, SampleEvery: 4})
@@ -390,11 +390,7 @@ func benchProgStats(res *signalsBenchResult, tier bpf.Tier, rounds, calls int) e
 		return err
 	}
 	for _, p := range ps4 {
-		c := progCost{Name: p.Name + " (1 in 4)", RunCount: p.RunCount}
-		if p.RunCount > 0 {
-			c.NsPerRun = float64(p.Runtime.Nanoseconds()) / float64(p.RunCount)
-		}
-		res.Programs = append(res.Programs, c)
+		res.Programs = append(res.Programs, progCost{Name: p.Name + " (1 in 4)", RunCount: p.RunCount, NsPerRun: p.NsPerRun()})
 	}
 	r, err := bpf.OpenRunqlat(bpf.RunqlatOptions{Tier: tier})
 	if err != nil {
@@ -412,17 +408,13 @@ func benchProgStats(res *signalsBenchResult, tier bpf.Tier, rounds, calls int) e
 	getppidLoop(calls)
 	s.WatchPID(uint32(os.Getpid()))
 	getppidLoop(calls)
-	for _, get := range []func() ([]bpf.ProgStats, error){r.Stats, s.Stats} {
+	for _, get := range []func() ([]bpf.ProgramStats, error){r.Stats, s.Stats} {
 		ps, err := get()
 		if err != nil {
 			return err
 		}
 		for _, p := range ps {
-			c := progCost{Name: p.Name, RunCount: p.RunCount}
-			if p.RunCount > 0 {
-				c.NsPerRun = float64(p.Runtime.Nanoseconds()) / float64(p.RunCount)
-			}
-			res.Programs = append(res.Programs, c)
+			res.Programs = append(res.Programs, progCost{Name: p.Name, RunCount: p.RunCount, NsPerRun: p.NsPerRun()})
 		}
 	}
 	return nil

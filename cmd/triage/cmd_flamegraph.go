@@ -67,7 +67,7 @@ func runFlamegraphRecord(args []string) error {
 	if *duration <= 0 {
 		return errors.New("--duration must be positive")
 	}
-	cfg := profiling.Config{Profiler: bpf.ProfilerConfig{FrequencyHz: *hz, PID: uint32(*pid), OffCPU: *offCPU, OffCPUHook: *hook, OffCPUPreempted: *preempted, MinBlock: *minBlock}}
+	cfg := profiling.Config{Profiler: bpf.ProfilerOptions{FrequencyHz: *hz, PID: uint32(*pid), OffCPU: *offCPU, OffCPUHook: *hook, OffCPUPreempted: *preempted, MinBlock: *minBlock}}
 	if *cgroup != "" {
 		id, level, err := bpf.CgroupFromPath(*cgroup)
 		if err != nil {
