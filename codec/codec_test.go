@@ -133,11 +133,11 @@ func TestInvalidOptions(t *testing.T) {
 	bad := []Option{WithRing(0), WithRing(MaxRing + 1), WithMaxSize(0), WithMaxSize(MaxSizeLimit + 1),
 		WithKeyframeInterval(-1), WithLevel(zstd.EncoderLevel(99)), WithMode(Mode(7))}
 	for i, o := range bad {
-		if _, err := NewEncoder(o); !errorsIs(err, ErrOption) {
-			t.Errorf("option %d: NewEncoder err = %v, want ErrOption", i, err)
+		if _, err := NewEncoder(o); !errorsIs(err, ErrBadConfig) {
+			t.Errorf("option %d: NewEncoder err = %v, want ErrBadConfig", i, err)
 		}
-		if _, err := NewDecoder(o); !errorsIs(err, ErrOption) {
-			t.Errorf("option %d: NewDecoder err = %v, want ErrOption", i, err)
+		if _, err := NewDecoder(o); !errorsIs(err, ErrBadConfig) {
+			t.Errorf("option %d: NewDecoder err = %v, want ErrBadConfig", i, err)
 		}
 	}
 }

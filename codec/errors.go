@@ -15,6 +15,6 @@ var (
 	// ErrMalformed: the frame cannot be parsed (bad kind, truncated, lying
 	// length, trailing bytes, corrupt zstd body).
 	ErrMalformed = errors.New("codec: malformed frame")
-	// ErrOption: an option has an invalid value.
-	ErrOption = errors.New("codec: invalid option")
+	// ErrBadConfig: an option has an invalid value.
+	ErrBadConfig = errors.New("codec: invalid option")
 )

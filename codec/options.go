@@ -73,7 +73,7 @@ func buildOptions(opts []Option) (options, error) {
 func WithLevel(l zstd.EncoderLevel) Option {
 	return func(o *options) error {
 		if l < zstd.SpeedFastest || l > zstd.SpeedBestCompression {
-			return fmt.Errorf("%w: zstd level %d", ErrOption, int(l))
+			return fmt.Errorf("%w: zstd level %d", ErrBadConfig, int(l))
 		}
 		o.level = l
 		return nil
@@ -86,7 +86,7 @@ func WithLevel(l zstd.EncoderLevel) Option {
 func WithRing(n int) Option {
 	return func(o *options) error {
 		if n < 1 || n > MaxRing {
-			return fmt.Errorf("%w: ring size %d not in 1..%d", ErrOption, n, MaxRing)
+			return fmt.Errorf("%w: ring size %d not in 1..%d", ErrBadConfig, n, MaxRing)
 		}
 		o.ring = n
 		return nil
@@ -98,7 +98,7 @@ func WithRing(n int) Option {
 func WithKeyframeInterval(k int) Option {
 	return func(o *options) error {
 		if k < 0 {
-			return fmt.Errorf("%w: keyframe interval %d", ErrOption, k)
+			return fmt.Errorf("%w: keyframe interval %d", ErrBadConfig, k)
 		}
 		o.keyframeInterval = k
 		return nil
@@ -111,7 +111,7 @@ func WithKeyframeInterval(k int) Option {
 func WithMaxSize(n int) Option {
 	return func(o *options) error {
 		if n < 1 || n > MaxSizeLimit {
-			return fmt.Errorf("%w: max size %d not in 1..%d", ErrOption, n, MaxSizeLimit)
+			return fmt.Errorf("%w: max size %d not in 1..%d", ErrBadConfig, n, MaxSizeLimit)
 		}
 		o.maxSize = n
 		return nil
@@ -122,7 +122,7 @@ func WithMaxSize(n int) Option {
 func WithMode(m Mode) Option {
 	return func(o *options) error {
 		if m != ModeStream && m != ModeAck {
-			return fmt.Errorf("%w: mode %d", ErrOption, int(m))
+			return fmt.Errorf("%w: mode %d", ErrBadConfig, int(m))
 		}
 		o.mode = m
 		return nil

@@ -41,9 +41,9 @@ const configFlagName = "config"
 // mistaken path to a huge file must not be read into memory.
 const maxConfigBytes = 1 << 20
 
-// ErrConfig reports a YAML config file that cannot be used: unreadable, not
-// YAML, a key that names no flag, or a value no flag accepts.
-var ErrConfig = errors.New("config file")
+// ErrBadConfig reports a YAML config file that cannot be used: unreadable,
+// not YAML, a key that names no flag, or a value no flag accepts.
+var ErrBadConfig = errors.New("config file")
 
 // envName is the environment variable that sets flag name.
 func envName(name string) string {
@@ -113,11 +113,11 @@ func parseFlagsFrom(fs *flag.FlagSet, args []string, lookupEnv func(string) (str
 	path := cf.Value.String()
 	data, err := readFile(path)
 	if err != nil {
-		return fmt.Errorf("%w %s: %w", ErrConfig, path, err)
+		return fmt.Errorf("%w %s: %w", ErrBadConfig, path, err)
 	}
 	values, err := parseConfigYAML(data)
 	if err != nil {
-		return fmt.Errorf("%w %s: %w", ErrConfig, path, err)
+		return fmt.Errorf("%w %s: %w", ErrBadConfig, path, err)
 	}
 	keys := make([]string, 0, len(values))
 	for k := range values {
@@ -128,13 +128,13 @@ func parseFlagsFrom(fs *flag.FlagSet, args []string, lookupEnv func(string) (str
 		name := strings.ReplaceAll(key, "_", "-")
 		f := fs.Lookup(name)
 		if f == nil || name == configFlagName {
-			return fmt.Errorf("%w %s: key %q names no flag of %s", ErrConfig, path, key, fs.Name())
+			return fmt.Errorf("%w %s: key %q names no flag of %s", ErrBadConfig, path, key, fs.Name())
 		}
 		if fromCLI[name] || fromEnv[name] {
 			continue
 		}
 		if err := fs.Set(name, values[key]); err != nil {
-			return fmt.Errorf("%w %s: %s: %q: %w", ErrConfig, path, key, values[key], err)
+			return fmt.Errorf("%w %s: %s: %q: %w", ErrBadConfig, path, key, values[key], err)
 		}
 	}
 	return nil

@@ -106,8 +106,8 @@ func TestFlagErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want one mentioning %q", err, c.want)
 			}
-			if c.isConfig && !errors.Is(err, ErrConfig) {
-				t.Fatalf("err = %v, want ErrConfig", err)
+			if c.isConfig && !errors.Is(err, ErrBadConfig) {
+				t.Fatalf("err = %v, want ErrBadConfig", err)
 			}
 		})
 	}
@@ -117,7 +117,7 @@ func TestConfigTooLarge(t *testing.T) {
 	x := newFixture()
 	big := strings.Repeat("#", maxConfigBytes+1)
 	err := parseFlagsFrom(x.fs, []string{"--config", "big"}, envOf(nil), filesOf(map[string]string{"big": big}))
-	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "more than") {
+	if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "more than") {
 		t.Fatalf("err = %v", err)
 	}
 }

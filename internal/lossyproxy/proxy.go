@@ -23,8 +23,8 @@ const (
 	DefaultIdleTimeout = time.Minute
 )
 
-// ErrConfig reports an unusable Config.
-var ErrConfig = errors.New("lossyproxy: invalid config")
+// ErrBadConfig reports an unusable Config.
+var ErrBadConfig = errors.New("lossyproxy: invalid config")
 
 // Config describes a proxy. Its zero value, apart from Server, means the
 // defaults: listen on a free loopback port, drop nothing.
@@ -93,11 +93,11 @@ type session struct {
 // New starts a proxy listening on cfg.Listen.
 func New(cfg Config) (*Proxy, error) {
 	if cfg.Server == "" {
-		return nil, fmt.Errorf("%w: no server address", ErrConfig)
+		return nil, fmt.Errorf("%w: no server address", ErrBadConfig)
 	}
 	for _, d := range []float64{cfg.DropClientToServer, cfg.DropServerToClient} {
 		if !(d >= 0 && d <= 1) {
-			return nil, fmt.Errorf("%w: drop fraction %v not in [0, 1]", ErrConfig, d)
+			return nil, fmt.Errorf("%w: drop fraction %v not in [0, 1]", ErrBadConfig, d)
 		}
 	}
 	if cfg.Listen == "" {
@@ -147,7 +147,7 @@ func (p *Proxy) Addr() *net.UDPAddr { return p.conn.LocalAddr().(*net.UDPAddr) }
 func (p *Proxy) SetDrop(clientToServer, serverToClient float64) error {
 	for _, d := range []float64{clientToServer, serverToClient} {
 		if !(d >= 0 && d <= 1) {
-			return fmt.Errorf("%w: drop fraction %v not in [0, 1]", ErrConfig, d)
+			return fmt.Errorf("%w: drop fraction %v not in [0, 1]", ErrBadConfig, d)
 		}
 	}
 	p.mu.Lock()

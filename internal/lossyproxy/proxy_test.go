@@ -232,18 +232,18 @@ func TestSessionLimitAndIdleReaping(t *testing.T) {
 }
 
 func TestSetDropAndConfigErrors(t *testing.T) {
-	if _, err := New(Config{}); !errors.Is(err, ErrConfig) {
-		t.Errorf("no server: %v, want ErrConfig", err)
+	if _, err := New(Config{}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("no server: %v, want ErrBadConfig", err)
 	}
 	for _, d := range []float64{-0.1, 1.5, math.NaN()} {
-		if _, err := New(Config{Server: "127.0.0.1:1", DropServerToClient: d}); !errors.Is(err, ErrConfig) {
-			t.Errorf("drop %v: %v, want ErrConfig", d, err)
+		if _, err := New(Config{Server: "127.0.0.1:1", DropServerToClient: d}); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("drop %v: %v, want ErrBadConfig", d, err)
 		}
 	}
 	srv := startEcho(t)
 	p := startProxy(t, Config{Server: srv.conn.LocalAddr().String()})
-	if err := p.SetDrop(2, 0); !errors.Is(err, ErrConfig) {
-		t.Errorf("SetDrop(2, 0): %v, want ErrConfig", err)
+	if err := p.SetDrop(2, 0); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("SetDrop(2, 0): %v, want ErrBadConfig", err)
 	}
 	if err := p.SetDrop(1, 0); err != nil {
 		t.Fatal(err)
