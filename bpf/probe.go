@@ -248,7 +248,8 @@ func (p *probe) stats() ([]ProgramStats, error) {
 	return out, nil
 }
 
-// setConfigFlags writes the flags word of a probe's config array.
+// setConfigFlags writes the flags word (index TRIAGE_CFG_FLAGS) of a
+// probe's config array.
 func setConfigFlags(m *ebpf.Map, flags uint32) error {
 	if err := m.Put(uint32(0), flags); err != nil {
 		return fmt.Errorf("writing probe config: %w", err)
@@ -256,6 +257,7 @@ func setConfigFlags(m *ebpf.Map, flags uint32) error {
 	return nil
 }
 
+// The flags mirror TRIAGE_FLAG_* in headers/triage_signals.h.
 const (
 	flagWatchCgroups uint32 = 1 << 0
 	flagWatchPIDs    uint32 = 1 << 1

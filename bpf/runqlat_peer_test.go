@@ -15,14 +15,11 @@ import (
 )
 
 // bpftraceRunqlat is bpftrace's runqlat tool (tools/runqlat.bt) reduced to
-// its histogram, exiting by itself after the given seconds, with one fix:
-// it ignores the idle task (pid 0), as bcc's runqlat does and bpftrace
-// PR #4291 proposes. The stock script times the idle task from when the CPU
-// left idle to when it went back, so its p99 is the length of busy spans:
-// 16–64 ms under this test's load, three log2 buckets above every other
-// tool, and the test failed on every run on an idle machine (it passed
-// only under heavy load, when every tail is long). docs/signals.md shows the same
-// command.
+// its histogram, exiting by itself after the given seconds. It ignores the
+// idle task (pid 0), as bcc's runqlat does and bpftrace PR #4291 proposes:
+// the stock script times the idle task from when the CPU left idle to when
+// it went back, so its p99 is the length of busy spans, not a run-queue
+// wait (docs/signals.md has the measurements and the same command).
 const bpftraceRunqlat = `
 tracepoint:sched:sched_wakeup, tracepoint:sched:sched_wakeup_new { @qtime[args->pid] = nsecs; }
 tracepoint:sched:sched_switch {

@@ -1,6 +1,7 @@
-/* Shared pieces of triage's kernel-signal programs (runqlat, blkio, syscalls):
- * the log2 histogram layout that bpf/hist.go mirrors, a branch-light log2,
- * and the cgroup-ancestor match used to attribute events to watched cgroups. */
+/* Shared pieces of triage's kernel-signal programs: the log2 histogram
+ * layout that bpf/hist.go mirrors and a branch-light log2 (runqlat, blkio,
+ * syscalls), the cgroup walk depth (runqlat), and the config flags that
+ * bpf/probe.go writes (runqlat, syscalls, accept). */
 #ifndef TRIAGE_SIGNALS_H
 #define TRIAGE_SIGNALS_H
 
