@@ -13,21 +13,39 @@ const (
 	NumActions  = 5
 )
 
+// Indices of the features of triage.state.v1: FeatureNames, Neutral, State
+// and the agent's per-feature sources are indexed by these, never by bare
+// numbers, so the order is written once.
+const (
+	FeatQueueFill    = iota // node task queue length / capacity
+	FeatSLASlack            // remaining time / SLA of this task
+	FeatCost                // expected cost of this task, log-scaled
+	FeatClassP50            // p50 service time of the task's class, log-scaled
+	FeatClassP99            // p99 service time of the task's class, log-scaled
+	FeatAccelMem            // accelerator memory in use / total
+	FeatRunqP50             // run-queue latency p50, log-scaled
+	FeatRunqP99             // run-queue latency p99, log-scaled
+	FeatAcceptQueue         // listen-socket backlog / max
+	FeatBlkioP99            // block I/O latency p99, log-scaled
+	FeatCPUUtil             // CPU utilisation
+	FeatNetOrSyscall        // TCP retransmit fraction, or syscall p99 of the watched cgroup
+)
+
 // FeatureNames lists the features of triage.state.v1 in vector order. The
 // names travel in each model's metadata and are checked on load.
 var FeatureNames = [NumFeatures]string{
-	"queue_fill",        // 0 node task queue length / capacity
-	"sla_slack",         // 1 remaining time / SLA of this task
-	"cost_log",          // 2 expected cost of this task
-	"class_p50_log",     // 3 p50 service time of the task's class
-	"class_p99_log",     // 4 p99 service time of the task's class
-	"accel_mem_fill",    // 5 accelerator memory in use / total
-	"runq_p50_log",      // 6 run-queue latency p50
-	"runq_p99_log",      // 7 run-queue latency p99
-	"accept_queue_fill", // 8 listen-socket backlog / max
-	"blkio_p99_log",     // 9 block I/O latency p99
-	"cpu_util",          // 10 CPU utilisation
-	"net_or_syscall",    // 11 TCP retransmit fraction, or syscall p99 of the watched cgroup
+	FeatQueueFill:    "queue_fill",
+	FeatSLASlack:     "sla_slack",
+	FeatCost:         "cost_log",
+	FeatClassP50:     "class_p50_log",
+	FeatClassP99:     "class_p99_log",
+	FeatAccelMem:     "accel_mem_fill",
+	FeatRunqP50:      "runq_p50_log",
+	FeatRunqP99:      "runq_p99_log",
+	FeatAcceptQueue:  "accept_queue_fill",
+	FeatBlkioP99:     "blkio_p99_log",
+	FeatCPUUtil:      "cpu_util",
+	FeatNetOrSyscall: "net_or_syscall",
 }
 
 // State is one task's state vector, every value in [0, 1].
@@ -70,8 +88,10 @@ var (
 	sysRange  = logRange{lo: 1, hi: 1_000_000}
 )
 
-// Neutral is the value each feature takes when its source is missing.
-var Neutral = State{0, 1, 0.5, 0.5, 0.5, 0, 0, 0, 0, 0, 0, 0}
+// Neutral is the value each feature takes when its source is missing: no
+// slack spent, a middling cost and class, an idle node (the ones not
+// listed are 0).
+var Neutral = State{FeatSLASlack: 1, FeatCost: 0.5, FeatClassP50: 0.5, FeatClassP99: 0.5}
 
 type logRange struct{ lo, hi float64 }
 
@@ -96,25 +116,25 @@ func Vector(in *Inputs) State {
 		s[i] = clamp01(v)
 	}
 	qf, ok := safeDiv(in.QueueLen, in.QueueCap)
-	set(0, qf, ok)
+	set(FeatQueueFill, qf, ok)
 	if known(in.SLAMs) && in.SLAMs > 0 && !math.IsNaN(in.RemainingMs) {
-		set(1, in.RemainingMs/in.SLAMs, true) // late tasks have negative remaining: clamps to 0
+		set(FeatSLASlack, in.RemainingMs/in.SLAMs, true) // late tasks have negative remaining: clamps to 0
 	} else {
-		s[1] = Neutral[1]
+		s[FeatSLASlack] = Neutral[FeatSLASlack]
 	}
-	set(2, msRange.scale(in.CostMs), known(in.CostMs))
-	set(3, msRange.scale(in.ClassP50Ms), known(in.ClassP50Ms))
-	set(4, msRange.scale(in.ClassP99Ms), known(in.ClassP99Ms))
-	set(5, in.AccelMemFill, known(in.AccelMemFill))
-	set(6, runqRange.scale(in.RunqP50Us), known(in.RunqP50Us))
-	set(7, runqRange.scale(in.RunqP99Us), known(in.RunqP99Us))
-	set(8, in.AcceptQueueFill, known(in.AcceptQueueFill))
-	set(9, blkRange.scale(in.BlkioP99Us), known(in.BlkioP99Us))
-	set(10, in.CPUUtil, known(in.CPUUtil))
+	set(FeatCost, msRange.scale(in.CostMs), known(in.CostMs))
+	set(FeatClassP50, msRange.scale(in.ClassP50Ms), known(in.ClassP50Ms))
+	set(FeatClassP99, msRange.scale(in.ClassP99Ms), known(in.ClassP99Ms))
+	set(FeatAccelMem, in.AccelMemFill, known(in.AccelMemFill))
+	set(FeatRunqP50, runqRange.scale(in.RunqP50Us), known(in.RunqP50Us))
+	set(FeatRunqP99, runqRange.scale(in.RunqP99Us), known(in.RunqP99Us))
+	set(FeatAcceptQueue, in.AcceptQueueFill, known(in.AcceptQueueFill))
+	set(FeatBlkioP99, blkRange.scale(in.BlkioP99Us), known(in.BlkioP99Us))
+	set(FeatCPUUtil, in.CPUUtil, known(in.CPUUtil))
 	if in.SyscallFeature {
-		set(11, sysRange.scale(in.SyscallP99Us), known(in.SyscallP99Us))
+		set(FeatNetOrSyscall, sysRange.scale(in.SyscallP99Us), known(in.SyscallP99Us))
 	} else {
-		set(11, in.RetransFraction*20, known(in.RetransFraction))
+		set(FeatNetOrSyscall, in.RetransFraction*20, known(in.RetransFraction))
 	}
 	return s
 }
