@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/triage-agent/triage/agent/serve"
+	"github.com/triage-agent/triage/agent/state"
 	"github.com/triage-agent/triage/policy"
 )
 
@@ -63,8 +64,10 @@ func (a *Agent) readiness() (bool, string) {
 	} else {
 		fmt.Fprintf(&b, "model: %s (%s, %s)\n", a.model.Version(), a.model.Device(), policy.StateSchema)
 	}
+	// The collector returns once every probe has attached or fallen back
+	// and it holds a first sample: one snapshot read means settled.
 	node := a.node.Load()
-	if node == nil || !node.reading.Settled {
+	if node == nil {
 		ready = false
 		b.WriteString("probes: settling\n")
 	} else {
@@ -76,18 +79,18 @@ func (a *Agent) readiness() (bool, string) {
 	}
 	if node != nil {
 		var fallback []string
-		for i, s := range node.reading.Sources {
-			fmt.Fprintf(&b, "feature %-18s %s\n", policy.FeatureNames[i], s)
-			if s == SourceProcfs || s == SourceNone {
-				fallback = append(fallback, policy.FeatureNames[i]+"="+s)
+		for i, f := range node.features {
+			fmt.Fprintf(&b, "feature %-18s %s\n", policy.FeatureNames[i], f.Source)
+			if f.Source == state.SourceProcfs || f.Source == state.SourceNone {
+				fallback = append(fallback, policy.FeatureNames[i]+"="+string(f.Source))
 			}
 		}
-		for _, p := range node.reading.Probes {
-			state := "attached"
+		for _, p := range node.signals.Probes {
+			shown, detail := "attached", p.Tier
 			if !p.Attached {
-				state = "unavailable"
+				shown, detail = "unavailable", p.Reason
 			}
-			fmt.Fprintf(&b, "probe %-20s %s %s\n", p.Name, state, p.Detail)
+			fmt.Fprintf(&b, "probe %-20s %s %s\n", p.Name, shown, detail)
 		}
 		if len(fallback) > 0 {
 			fmt.Fprintf(&b, "degraded: %s\n", strings.Join(fallback, " "))

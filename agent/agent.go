@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/triage-agent/triage/agent/serve"
+	"github.com/triage-agent/triage/agent/signals"
 	"github.com/triage-agent/triage/agent/state"
 	"github.com/triage-agent/triage/experience"
 	"github.com/triage-agent/triage/flamegraph"
@@ -53,12 +54,13 @@ type Agent struct {
 	wg        sync.WaitGroup
 }
 
-// nodeSnapshot is the node part of every state vector (reading.Node),
-// refreshed every StateInterval so that deciding a task reads memory, not
-// the kernel.
+// nodeSnapshot is the node part of every state vector, refreshed every
+// StateInterval so that deciding a task reads memory, not the kernel.
 type nodeSnapshot struct {
-	reading NodeReading
-	wire    *wire.NodeState
+	signals  signals.Snapshot // the kernel signals it was read from (probe states)
+	inputs   policy.Inputs    // the node part of every task's inputs
+	features state.Features   // the node's own vector with each feature's source
+	wire     *wire.NodeState
 }
 
 // profiler is what the agent needs of the flame-graph recorder.
@@ -130,7 +132,9 @@ func New(cfg Config) (a *Agent, err error) {
 
 	a.signals = cfg.Signals
 	if a.signals == nil {
-		a.signals = newDefaultSignals(cfg, a.asm, a.log)
+		if a.signals, err = newNodeSignals(cfg); err != nil {
+			return nil, err
+		}
 	}
 	a.refreshNode(time.Now())
 

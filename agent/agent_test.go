@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/triage-agent/triage/agent/state"
 	"github.com/triage-agent/triage/experience"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/policy/defaultmodel"
@@ -235,7 +236,7 @@ func TestProbesUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := ta.State()
-	if len(node.GetSources()) != policy.NumFeatures || node.GetSources()[10] != SourceProcfs {
+	if len(node.GetSources()) != policy.NumFeatures || node.GetSources()[policy.FeatCPUUtil] != string(state.SourceProcfs) {
 		t.Fatalf("node state sources %v", node.GetSources())
 	}
 }

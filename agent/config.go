@@ -80,8 +80,9 @@ type Config struct {
 	// NoEBPF turns every eBPF probe off: the node signals come from procfs
 	// alone (as on a kernel without BTF or without the capabilities).
 	NoEBPF bool
-	// Signals replaces the node-signal source (tests, embedding); nil builds
-	// the default one.
+	// Signals replaces the node-signal source (an embedder's collector with
+	// watched cgroups or ports); the agent closes it. nil starts a collector
+	// with every probe this kernel supports.
 	Signals NodeSignals
 
 	Logger *slog.Logger

@@ -45,7 +45,7 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 	descs, states, out := sc.descs[:n], sc.states[:n], sc.out[:n]
 	for i, t := range tasks {
 		descs[i] = descriptor(t)
-		states[i] = a.asm.BuildTask(&node.reading.Node, &descs[i], qlen, start)
+		states[i] = a.asm.BuildTask(&node.inputs, &descs[i], qlen, start)
 	}
 	version, err := a.batch.decide(ctx, states, out)
 	if err != nil {
@@ -125,7 +125,7 @@ func (a *Agent) timedOut(p *pendingTask, now time.Time) {
 
 func (a *Agent) finished(p *pendingTask, node *nodeSnapshot, now time.Time, latencyMs float64, met, timedOut bool) {
 	phase := a.phase(now, node)
-	util := node.reading.Node.CPUUtil
+	util := node.inputs.CPUUtil
 	reward := policy.Reward(phase, latencyMs, p.desc.SLAMs, met, 1, util)
 	a.metrics.outcomes.WithLabelValues(phase.String()).Inc()
 	a.metrics.reward.Observe(reward)
@@ -136,7 +136,7 @@ func (a *Agent) finished(p *pendingTask, node *nodeSnapshot, now time.Time, late
 	// arrived, against the queue and the node as they are now.
 	d := p.desc
 	d.Arrival = now.Add(-time.Duration(latencyMs * float64(time.Millisecond)))
-	next := a.asm.BuildTask(&node.reading.Node, &d, a.tracker.len(), now)
+	next := a.asm.BuildTask(&node.inputs, &d, a.tracker.len(), now)
 	rec := experience.Record{
 		UnixNano: now.UnixNano(), TaskID: fmt.Sprint(p.id), Class: truncate(p.desc.Class, experience.MaxStringBytes),
 		State: p.state, Action: p.action, Q: p.q, Reward: float32(reward), Phase: phase.String(),
@@ -177,7 +177,7 @@ func (a *Agent) phase(now time.Time, node *nodeSnapshot) policy.RewardPhase {
 		return policy.RewardModelUpdate
 	}
 	fill := float64(a.tracker.len()) / float64(a.cfg.QueueCap)
-	if fill >= 0.1 || node.reading.Node.CPUUtil >= 0.95 {
+	if fill >= 0.1 || node.inputs.CPUUtil >= 0.95 {
 		return policy.RewardPeak
 	}
 	return policy.RewardSteady
@@ -188,20 +188,22 @@ func (a *Agent) State() *wire.NodeState { return a.node.Load().wire }
 
 // refreshNode reads the node signals into a new snapshot (a new epoch).
 func (a *Agent) refreshNode(now time.Time) {
-	r := a.signals.Read()
+	n := &nodeSnapshot{}
+	a.signals.Snapshot(&n.signals)
 	qlen := a.tracker.len()
-	vec := a.asm.BuildTask(&r.Node, nil, qlen, now)
-	ns := &wire.NodeState{
-		Epoch: a.epoch.Add(1), UnixNano: now.UnixNano(), Features: vec[:], Sources: r.Sources[:],
-		RunqP50Us: float32(orZero(r.Node.RunqP50Us)), RunqP99Us: float32(orZero(r.Node.RunqP99Us)),
-		QueueLen: uint32(qlen), QueueCap: uint32(a.asm.QueueCapacity()), CpuUtil: float32(orZero(r.Node.CPUUtil)),
+	n.inputs = a.asm.NodeInputs(&n.signals)
+	n.features = a.asm.Features(&n.signals, qlen, now)
+	vec := n.features.Vector()
+	n.wire = &wire.NodeState{
+		Epoch: a.epoch.Add(1), UnixNano: now.UnixNano(), Features: vec[:], Sources: n.features.Sources(),
+		RunqP50Us: float32(orZero(n.inputs.RunqP50Us)), RunqP99Us: float32(orZero(n.inputs.RunqP99Us)),
+		QueueLen: uint32(qlen), QueueCap: uint32(a.asm.QueueCapacity()), CpuUtil: float32(orZero(n.inputs.CPUUtil)),
 		Node: a.cfg.NodeName,
 	}
 	if a.model != nil {
-		ns.Model = a.model.Version()
+		n.wire.Model = a.model.Version()
 	}
-	a.node.Store(&nodeSnapshot{reading: r, wire: ns})
-	a.metrics.nodeRefreshed(&r, qlen)
+	a.node.Store(n)
 }
 
 func orZero(x float64) float64 {

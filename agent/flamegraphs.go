@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,8 +13,20 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/triage-agent/triage/agent/profiling"
 	"github.com/triage-agent/triage/flamegraph"
 )
+
+// newProfiler loads the stack sampler; without it the agent runs without
+// flame graphs (and says so), never fails.
+func newProfiler(log *slog.Logger) profiler {
+	r, err := profiling.New(profiling.Config{Logger: log})
+	if err != nil {
+		log.Warn("flame-graph recorder unavailable; /flamegraphs lists what is on disk", "err", err)
+		return nil
+	}
+	return r
+}
 
 // maxProfileBytes bounds a pprof file read for the diff view.
 const maxProfileBytes = 64 << 20

@@ -2,12 +2,12 @@ package agent
 
 import (
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/policy"
 )
 
@@ -30,11 +30,7 @@ type metrics struct {
 	reward           prometheus.Histogram
 	reloadFailures   prometheus.Counter
 	experienceErrors prometheus.Counter
-
-	mu        sync.Mutex
-	modelInfo *prometheus.GaugeVec
-	reading   NodeReading
-	queueLen  int
+	modelInfo        *prometheus.GaugeVec
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -82,19 +78,12 @@ func (m *metrics) modelChanged(version, device string) {
 	m.modelInfo.WithLabelValues(version, device, policy.StateSchema).Set(1)
 }
 
-func (m *metrics) nodeRefreshed(r *NodeReading, qlen int) {
-	m.mu.Lock()
-	m.reading, m.queueLen = *r, qlen
-	m.mu.Unlock()
-}
-
 // agentCollector reads the other parts' state at scrape time.
 type agentCollector struct{ a *Agent }
 
 var (
 	descProbe       = prometheus.NewDesc("triage_probe_attached", "1 when the eBPF probe is attached, 0 when it fell back (detail: tier or reason).", []string{"probe", "detail"}, nil)
-	descProbeCost   = prometheus.NewDesc("triage_probe_cpu_ns_per_second", "CPU time the probe's BPF programs use per second of wall time.", []string{"probe"}, nil)
-	descSource      = prometheus.NewDesc("triage_feature_source", "1 for the source that feeds each state feature (ebpf, procfs, none, descriptor, outcomes, agent).", []string{"feature", "source"}, nil)
+	descSource      = prometheus.NewDesc("triage_feature_source", "1 for the source that feeds each state feature (ebpf, netlink, procfs, none, descriptor, outcomes, agent).", []string{"feature", "source"}, nil)
 	descQueueLen    = prometheus.NewDesc("triage_queue_tasks", "Tasks decided and not yet finished (feature 0's numerator).", nil, nil)
 	descQueueCap    = prometheus.NewDesc("triage_queue_capacity", "Feature 0's denominator.", nil, nil)
 	descReloads     = prometheus.NewDesc("triage_model_swaps_total", "Models hot-swapped in.", nil, nil)
@@ -118,7 +107,7 @@ var (
 )
 
 func (c *agentCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descProbe, descProbeCost, descSource, descQueueLen, descQueueCap, descReloads, descReloadErrAt,
+	for _, d := range []*prometheus.Desc{descProbe, descSource, descQueueLen, descQueueCap, descReloads, descReloadErrAt,
 		descConns, descRejected, descStreamErr, descRequests, descDatagrams, descCodecRatio, descExpRecords, descExpBytes, descExpRemoved,
 		descFGWindows, descFGBytes, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady} {
 		ch <- d
@@ -127,32 +116,26 @@ func (c *agentCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *agentCollector) Collect(ch chan<- prometheus.Metric) {
 	a := c.a
-	m := a.metrics
-	m.mu.Lock()
-	r, qlen := m.reading, m.queueLen
-	m.mu.Unlock()
+	node := a.node.Load()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	for _, p := range r.Probes {
-		v := 0.0
-		if p.Attached {
-			v = 1
+	if node != nil {
+		for _, p := range node.signals.Probes {
+			v, detail := 0.0, p.Reason
+			if p.Attached {
+				v, detail = 1, p.Tier
+			}
+			gauge(descProbe, v, p.Name, detail)
 		}
-		gauge(descProbe, v, p.Name, p.Detail)
-		if p.CostNs >= 0 {
-			gauge(descProbeCost, p.CostNs, p.Name)
+		for i, f := range node.features {
+			gauge(descSource, 1, policy.FeatureNames[i], string(f.Source))
 		}
+		gauge(descQueueLen, float64(node.wire.GetQueueLen()))
 	}
-	for i, s := range r.Sources {
-		if s != "" {
-			gauge(descSource, 1, policy.FeatureNames[i], s)
-		}
-	}
-	gauge(descQueueLen, float64(qlen))
 	gauge(descQueueCap, float64(a.cfg.QueueCap))
 	ready := 0.0
 	if ok, _ := a.readiness(); ok {
@@ -201,4 +184,11 @@ func (c *agentCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descShadowQDiff, st.MeanAbsQDiff, st.Model)
 		counter(descShadowDrop, float64(st.Dropped), st.Model)
 	}
+}
+
+// codecBytes is what the endpoint wrote on native streams and datagrams:
+// payload bytes before the delta codec and frame bytes after it.
+func codecBytes(st *serve.Stats) (payload, wireBytes uint64, ok bool) {
+	p, w := st.PayloadBytes.Load(), st.WireBytes.Load()
+	return uint64(max(p, 0)), uint64(max(w, 0)), w > 0
 }

@@ -142,16 +142,17 @@ func runSignals(args []string) error {
 	live := !*asJSON && !*once && out == io.Writer(os.Stdout) && isTerminal(os.Stdout)
 	for n := 1; ; n++ {
 		col.Snapshot(&snap)
-		st := asm.Build(nil, time.Now(), &snap)
+		// No agent here: no tasks in flight to count, so feature 0 is neutral.
+		feats := asm.Features(&snap, -1, time.Now())
 		if *asJSON {
-			if err := json.NewEncoder(out).Encode(signalsJSON(&snap, st, *sf.syscallFeature)); err != nil {
+			if err := json.NewEncoder(out).Encode(signalsJSON(&snap, &feats)); err != nil {
 				return err
 			}
 		} else {
 			if live {
 				fmt.Fprint(out, "\x1b[H\x1b[2J")
 			}
-			printSignalsTable(out, &snap, st)
+			printSignalsTable(out, &snap, &feats)
 		}
 		if *once || (*count > 0 && n >= *count) {
 			return nil
@@ -172,46 +173,19 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// featureSource says which signal feeds each kernel feature of the vector.
-func featureSources(s *signals.Snapshot, syscallFeature bool) map[string]signals.SourceKind {
-	out := map[string]signals.SourceKind{}
-	for i, name := range policy.FeatureNames {
-		switch i {
-		case 6, 7:
-			out[name] = s.RunQueue.Source.Kind
-		case 8:
-			out[name] = s.Accept.Source.Kind
-		case 9:
-			out[name] = s.Blkio.Source.Kind
-		case 10:
-			out[name] = s.CPU.Source.Kind
-		case 11:
-			if syscallFeature {
-				out[name] = s.Syscall.Source.Kind
-			} else {
-				out[name] = s.TCP.Source.Kind
-			}
-		case 5:
-			out[name] = signals.SourceNone // no accelerator probe in this view
-		default:
-			out[name] = "task" // per-task features: descriptor and outcomes
-		}
-	}
-	return out
-}
-
-// signalsJSON is the --json object: features by name, the sources of each
-// signal, and every signal's values.
-func signalsJSON(s *signals.Snapshot, st policy.State, syscallFeature bool) map[string]any {
+// signalsJSON is the --json object: features by name with their sources,
+// the sources of each signal, and every signal's values.
+func signalsJSON(s *signals.Snapshot, f *state.Features) map[string]any {
 	feats := map[string]float32{}
+	sources := map[string]state.Source{}
 	for i, n := range policy.FeatureNames {
-		feats[n] = st[i]
+		feats[n], sources[n] = f[i].Value, f[i].Source
 	}
 	return map[string]any{
 		"schema":   policy.StateSchema,
 		"time":     s.Time,
 		"features": feats,
-		"vector":   st,
+		"vector":   f.Vector(),
 		"sources": map[string]signals.SourceKind{
 			"runq": s.RunQueue.Source.Kind, "accept": s.Accept.Source.Kind, "blkio": s.Blkio.Source.Kind,
 			"syscall": s.Syscall.Source.Kind, "tcp": s.TCP.Source.Kind, "cpu": s.CPU.Source.Kind,
@@ -220,7 +194,7 @@ func signalsJSON(s *signals.Snapshot, st policy.State, syscallFeature bool) map[
 			"runq": s.RunQueue.Source.Reason, "accept": s.Accept.Source.Reason, "blkio": s.Blkio.Source.Reason,
 			"syscall": s.Syscall.Source.Reason, "tcp": s.TCP.Source.Reason, "cpu": s.CPU.Source.Reason,
 		},
-		"feature_sources":     featureSources(s, syscallFeature),
+		"feature_sources":     sources,
 		"runq_latency_us":     s.RunQueue.Latency,
 		"runq_pressure":       s.RunQueue.Pressure,
 		"runq_cgroups":        s.RunQueue.Cgroups,
@@ -242,7 +216,7 @@ func fmtNum(n signals.Num) string {
 	return strconv.FormatFloat(float64(n), 'f', 1, 64)
 }
 
-func printSignalsTable(w io.Writer, s *signals.Snapshot, st policy.State) {
+func printSignalsTable(w io.Writer, s *signals.Snapshot, f *state.Features) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "triage signals  %s\n\n", s.Time.Format(time.TimeOnly))
 	fmt.Fprintln(tw, "SIGNAL\tSOURCE\tP50\tP99\tVALUE\tNOTE")
@@ -266,9 +240,9 @@ func printSignalsTable(w io.Writer, s *signals.Snapshot, st policy.State) {
 	for _, p := range s.Probes {
 		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\n", p.Name, p.Attached, p.Tier, truncate(p.Reason, 100))
 	}
-	fmt.Fprintf(tw, "\nFEATURE (%s)\tVALUE\t\t\n", policy.StateSchema)
+	fmt.Fprintf(tw, "\nFEATURE (%s)\tVALUE\tSOURCE\t\n", policy.StateSchema)
 	for i, n := range policy.FeatureNames {
-		fmt.Fprintf(tw, "%2d %s\t%.3f\t\t\n", i, n, st[i])
+		fmt.Fprintf(tw, "%2d %s\t%.3f\t%s\t\n", i, n, f[i].Value, f[i].Source)
 	}
 	tw.Flush()
 }

@@ -15,9 +15,11 @@ import (
 	"github.com/triage-agent/triage/wire"
 )
 
-func runTestAgent(t *testing.T, cfg agent.Config) (*agent.Agent, *client.Client, func()) {
+// startTestAgent runs a real agent in-process on loopback ports the kernel
+// picks and waits until /readyz answers 200; stop ends it.
+func startTestAgent(t *testing.T, cfg agent.Config) (a *agent.Agent, stop func()) {
 	t.Helper()
-	cfg.QUICAddr, cfg.AdminAddr, cfg.FlamegraphDir, cfg.NoEBPF, cfg.Device = "127.0.0.1:0", "127.0.0.1:0", "-", true, "cpu"
+	cfg.QUICAddr, cfg.AdminAddr, cfg.FlamegraphDir, cfg.Device = "127.0.0.1:0", "127.0.0.1:0", "-", "cpu"
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	a, err := agent.New(cfg)
 	if err != nil {
@@ -35,15 +37,26 @@ func runTestAgent(t *testing.T, cfg agent.Config) (*agent.Agent, *client.Client,
 			}
 		}
 		if i > 500 {
+			cancel()
+			<-done
 			t.Fatal("agent not ready")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return a, func() { cancel(); <-done }
+}
+
+// runTestAgent starts an agent without eBPF and dials it.
+func runTestAgent(t *testing.T, cfg agent.Config) (*agent.Agent, *client.Client, func()) {
+	t.Helper()
+	cfg.NoEBPF = true
+	a, stop := startTestAgent(t, cfg)
 	cl, err := client.Dial(context.Background(), a.QUICAddr().String(), client.Config{PinSHA256: a.Fingerprint(), ServerName: "localhost"})
 	if err != nil {
+		stop()
 		t.Fatal(err)
 	}
-	return a, cl, func() { cl.Close(); cancel(); <-done }
+	return a, cl, func() { cl.Close(); stop() }
 }
 
 // Learning from production, end to end: an agent logs experience from
