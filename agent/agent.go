@@ -188,7 +188,7 @@ func (a *Agent) serveConfig() (serve.Config, error) {
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return c, fmt.Errorf("%w: %s holds no PEM certificate", ErrConfig, a.cfg.ClientCAFile)
+			return c, fmt.Errorf("%w: %s holds no PEM certificate", ErrBadConfig, a.cfg.ClientCAFile)
 		}
 		c.ClientCAs = pool
 	}

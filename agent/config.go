@@ -101,8 +101,8 @@ const (
 	disabledDir          = "-"
 )
 
-// ErrConfig reports a Config that cannot run.
-var ErrConfig = errors.New("agent: bad config")
+// ErrBadConfig reports a Config that cannot run.
+var ErrBadConfig = errors.New("agent: bad config")
 
 func (c Config) withDefaults() (Config, error) {
 	if c.AdminAddr == "" {
@@ -130,10 +130,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.FlamegraphInterval = DefaultFGInterval
 	}
 	if c.BatchWindow < 0 || c.BatchWindow > 10*time.Millisecond {
-		return c, fmt.Errorf("%w: batch window %v must be within 0..10ms (it adds to every decision's latency)", ErrConfig, c.BatchWindow)
+		return c, fmt.Errorf("%w: batch window %v must be within 0..10ms (it adds to every decision's latency)", ErrBadConfig, c.BatchWindow)
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
-		return c, fmt.Errorf("%w: --tls-cert and --tls-key go together", ErrConfig)
+		return c, fmt.Errorf("%w: --tls-cert and --tls-key go together", ErrBadConfig)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
