@@ -2,14 +2,11 @@ package agent
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,27 +167,22 @@ func New(cfg Config) (a *Agent, err error) {
 	return a, nil
 }
 
+// serveConfig is the endpoint's config; a TLS file that cannot be loaded
+// is a bad config.
 func (a *Agent) serveConfig() (serve.Config, error) {
 	c := serve.Config{
 		Addr: a.cfg.QUICAddr, Tokens: a.cfg.Tokens, InsecureListenAny: a.cfg.InsecureListenAny, Logger: a.log,
 	}
+	var err error
 	if a.cfg.TLSCertFile != "" {
-		cert, err := tls.LoadX509KeyPair(a.cfg.TLSCertFile, a.cfg.TLSKeyFile)
-		if err != nil {
-			return c, fmt.Errorf("loading the TLS certificate: %w", err)
+		if c.Certificate, err = serve.LoadCertificate(a.cfg.TLSCertFile, a.cfg.TLSKeyFile); err != nil {
+			return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
 		}
-		c.Certificate = &cert
 	}
 	if a.cfg.ClientCAFile != "" {
-		pem, err := os.ReadFile(a.cfg.ClientCAFile)
-		if err != nil {
-			return c, fmt.Errorf("reading the client CA: %w", err)
+		if c.ClientCAs, err = serve.LoadClientCAs(a.cfg.ClientCAFile); err != nil {
+			return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return c, fmt.Errorf("%w: %s holds no PEM certificate", ErrBadConfig, a.cfg.ClientCAFile)
-		}
-		c.ClientCAs = pool
 	}
 	return c, nil
 }
