@@ -16,8 +16,8 @@ var update = flag.Bool("update", false, "rewrite golden files (the FuzzDecode se
 const fuzzLimit = 64 << 10
 
 // fuzzSeeds are the frames FuzzDecode starts from: every kind of good frame
-// and each way of being bad. The decoder under test is primed with
-// fuzzBases[0], so the D seeds decode.
+// and each way of being bad. The decoder under test is primed with the
+// "full" seed, so the D seeds decode.
 func fuzzSeeds(tb testing.TB) map[string][]byte {
 	bases := counterSnapshots(20, 3, 60)
 	e := mustEncoder(tb, WithMaxSize(fuzzLimit))

@@ -36,7 +36,7 @@ type Outcome struct {
 	Met      bool
 	Phase    Phase
 	Util     float64 // CPU utilisation when it finished
-	Reward   float64 // the reward of DESIGN.md (0 when unfinished: see finishUnserved)
+	Reward   float64 // the reward of DESIGN.md; a task unfinished at the end is scored as a missed SLA then
 	// Harm is the reward this task's start took from the tasks it
 	// overtook (see simulator.harmOf); only tracked with SimConfig.TrackHarm.
 	Harm float64

@@ -516,7 +516,7 @@ type NodeState struct {
 	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	UnixNano      int64                  `protobuf:"varint,2,opt,name=unix_nano,json=unixNano,proto3" json:"unix_nano,omitempty"`
 	Features      []float32              `protobuf:"fixed32,3,rep,packed,name=features,proto3" json:"features,omitempty"` // node part of the state vector (12 values, triage.state.v1 order)
-	Sources       []string               `protobuf:"bytes,4,rep,name=sources,proto3" json:"sources,omitempty"`            // source feeding each feature ("ebpf", "procfs", "neutral", ...)
+	Sources       []string               `protobuf:"bytes,4,rep,name=sources,proto3" json:"sources,omitempty"`            // source feeding each feature ("ebpf", "netlink", "procfs", "none", "descriptor", "outcomes", "agent")
 	RunqP50Us     float32                `protobuf:"fixed32,5,opt,name=runq_p50_us,json=runqP50Us,proto3" json:"runq_p50_us,omitempty"`
 	RunqP99Us     float32                `protobuf:"fixed32,6,opt,name=runq_p99_us,json=runqP99Us,proto3" json:"runq_p99_us,omitempty"`
 	QueueLen      uint32                 `protobuf:"varint,7,opt,name=queue_len,json=queueLen,proto3" json:"queue_len,omitempty"`

@@ -173,7 +173,7 @@ func record(t *testing.T, pid int, d time.Duration, hz int, offCPU bool) *Result
 	return res
 }
 
-// leafShare sums sample values per leaf function name.
+// leafTotals sums sample values per leaf function name, and over all samples.
 func leafTotals(p *profile.Profile, vi int) (map[string]int64, int64) {
 	m := map[string]int64{}
 	var total int64

@@ -3,6 +3,7 @@
 // statistics of its class and the length of the agent's queue. It fills
 // policy.Inputs and calls policy.Vector, the same normalisation the
 // simulator in train/ uses, so training and serving cannot drift apart.
+// Features pairs each value with the source that feeds it.
 package state
 
 import (
