@@ -38,11 +38,17 @@ type Violation struct {
 	Design string
 }
 
+// String names the module's packages by their folder, for short messages.
 func (v Violation) String() string {
+	short := func(p string) string { return strings.TrimPrefix(p, Module+"/") }
 	if len(v.Chain) > 2 {
-		return fmt.Sprintf("%s depends on %s (%s): %s", v.Pkg, v.Import, strings.Join(v.Chain, " -> "), v.Design)
+		chain := make([]string, len(v.Chain))
+		for i, p := range v.Chain {
+			chain[i] = short(p)
+		}
+		return fmt.Sprintf("%s depends on %s (%s): %s", short(v.Pkg), short(v.Import), strings.Join(chain, " -> "), v.Design)
 	}
-	return fmt.Sprintf("%s imports %s: %s", v.Pkg, v.Import, v.Design)
+	return fmt.Sprintf("%s imports %s: %s", short(v.Pkg), short(v.Import), v.Design)
 }
 
 // Check applies rules to the packages of module in g and returns every
