@@ -6,8 +6,10 @@ BIN       := bin/triage
 ORT_LIB    = $(shell ./scripts/fetch-onnxruntime.sh)
 export TRIAGE_ONNXRUNTIME_LIB ?= $(ORT_LIB)
 TEST_FLAGS ?= -count=1 -timeout 40m -p 2
+# PKGS narrows vet and lint to a package list: make lint PKGS='./codec/... ./wire'
+PKGS      ?= ./...
 
-.PHONY: all run test build deps ort generate bench model vet fmt clean
+.PHONY: all run test check build deps ort generate check-generated bench model vet lint fmt fmt-fix clean
 
 all: build
 
@@ -27,15 +29,21 @@ run: build
 	./scripts/fetch-onnxruntime.sh >/dev/null
 	./$(BIN) agent
 
-## test: set up and run every test (as root, the eBPF tests load and attach for real)
-test: deps
+## test: set up, run the checks, then every test (as root, the eBPF tests load and attach for real)
+test: deps check
 	./scripts/fetch-onnxruntime.sh >/dev/null
-	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
 
-## generate: rebuild the committed BPF objects (needs clang-16, see deps)
+## check: formatting, vet, staticcheck, and generated code matching its sources
+check: fmt vet lint check-generated
+
+## generate: rebuild the committed BPF objects and wire/triage.pb.go (needs clang-16 and protoc, see deps)
 generate: deps
-	$(GO) generate ./bpf/...
+	$(GO) generate ./bpf/... ./wire
+
+## check-generated: regenerate in a temporary copy and fail on any file that differs
+check-generated: deps
+	./scripts/check-generated.sh
 
 ## bench: the Go benchmarks of every package, side by side in one run
 bench:
@@ -48,10 +56,19 @@ model: build
 	./scripts/train-default-model.sh
 
 vet:
-	$(GO) vet ./...
+	$(GO) vet $(PKGS)
 
+## lint: staticcheck (pinned in go.mod) with its default checks, which include unused (U1000)
+lint:
+	$(GO) tool staticcheck $(PKGS)
+
+## fmt: list the Go files gofmt would change and fail if there are any (fmt-fix rewrites them)
 fmt:
-	gofmt -l -w $$(git ls-files '*.go')
+	@files=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')) || exit 1; \
+	if [ -n "$$files" ]; then echo "gofmt: these files need formatting (make fmt-fix):"; echo "$$files"; exit 1; fi
+
+fmt-fix:
+	gofmt -l -w $$(git ls-files --cached --others --exclude-standard '*.go')
 
 clean:
 	rm -rf bin

@@ -42,10 +42,9 @@ func TestForceFullMidStream(t *testing.T) {
 // lossyLink simulates a datagram path in both directions: frames and acks
 // are dropped with probability loss, and acks arrive after a random delay.
 type lossyLink struct {
-	rng          *rand.Rand
-	loss         float64
-	pendingAcks  []pendingAck
-	sent, landed int
+	rng         *rand.Rand
+	loss        float64
+	pendingAcks []pendingAck
 }
 
 type pendingAck struct {
