@@ -63,10 +63,9 @@ const profilerFlagPreempted = 1
 
 // Sentinel errors of the profiler.
 var (
-	ErrBadFrequency  = errors.New("sampling frequency out of range (1..10000 Hz)")
-	ErrNoOffCPUHook  = errors.New("no sched_switch hook could be attached (tp_btf, raw_tp, tracepoint)")
-	ErrProfilerShut  = errors.New("profiler closed")
-	errStackNotFound = errors.New("stack id not in map")
+	ErrBadFrequency = errors.New("sampling frequency out of range (1..10000 Hz)")
+	ErrNoOffCPUHook = errors.New("no sched_switch hook could be attached (tp_btf, raw_tp, tracepoint)")
+	ErrProfilerShut = errors.New("profiler closed")
 )
 
 // StackSample is one aggregated (thread, cgroup, stacks) key of a window.

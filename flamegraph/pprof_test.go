@@ -166,7 +166,7 @@ func TestDiffNormalises(t *testing.T) {
 }
 
 func TestModuleColourStable(t *testing.T) {
-	if moduleColour("net/http", false) != moduleColour("net/http", false) {
+	if first, again := moduleColour("net/http", false), moduleColour("net/http", false); first != again {
 		t.Fatal("colour not deterministic")
 	}
 	if moduleColour("net/http", false) == moduleColour("runtime", false) {

@@ -36,7 +36,6 @@ type Symbolizer struct {
 
 type binEntry struct {
 	bin  *Binary
-	err  error
 	used uint64
 }
 

@@ -89,7 +89,7 @@ func TestBadInputClosesOnlyItsStream(t *testing.T) {
 				t.Errorf("stream errors did not count this one")
 			}
 			// The same connection still serves a good request on a new stream.
-			if e, _ := rc.decideOnNewStream(good); e != nil {
+			if _, e := rc.decideOnNewStream(good); e != nil {
 				t.Fatalf("after %s the connection is broken: %v", tc.name, e)
 			}
 		})
@@ -106,27 +106,27 @@ func mustMarshal(t *testing.T, m proto.Message) []byte {
 }
 
 // decideOnNewStream sends one good decide payload and reads the answer.
-func (rc *rawConn) decideOnNewStream(payload []byte) (error, *wire.DecideResponse) {
+func (rc *rawConn) decideOnNewStream(payload []byte) (*wire.DecideResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	str, err := rc.conn.OpenStreamSync(ctx)
 	if err != nil {
-		return err, nil
+		return nil, err
 	}
 	defer str.Close()
 	_ = str.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := str.Write(framed(encodeFrames(rc.t, payload)[0])); err != nil {
-		return err, nil
+		return nil, err
 	}
 	fr, _ := wire.NewFrameReader(str, 0)
 	var env wire.Envelope
 	if err := fr.Read(&env); err != nil {
-		return err, nil
+		return nil, err
 	}
 	if env.GetDecideResponse() == nil {
-		return errors.New("no DecideResponse"), nil
+		return nil, errors.New("no DecideResponse")
 	}
-	return nil, env.GetDecideResponse()
+	return env.GetDecideResponse(), nil
 }
 
 func TestThousandsOfStreams(t *testing.T) {
@@ -167,7 +167,7 @@ func TestThousandsOfStreams(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err, resp := rc.decideOnNewStream(decidePayload(t, 1))
+		resp, err := rc.decideOnNewStream(decidePayload(t, 1))
 		if err == nil && len(resp.GetDecisions()) == 1 {
 			break
 		}

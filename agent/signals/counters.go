@@ -19,8 +19,6 @@ func newCounterWindow(span, interval time.Duration) *counterWindow {
 
 func (w *counterWindow) push(at time.Time, v *[maxCounters]uint64) { w.ring.push(at, v) }
 
-func (w *counterWindow) reset() { w.ring.reset() }
-
 // delta returns newest - base per counter (0 where a counter went back)
 // and the elapsed time; ok is false until two samples exist.
 func (w *counterWindow) delta() (d [maxCounters]uint64, elapsed time.Duration, ok bool) {
