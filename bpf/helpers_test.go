@@ -9,11 +9,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/triage-agent/triage/internal/bench/proc"
 )
 
 // The load tests run their load in a child process (this test binary,
@@ -38,7 +39,7 @@ func TestSignalsHelperProcess(t *testing.T) {
 	case "spin": // spin:THREADS:MILLIS
 		n, _ := strconv.Atoi(parts[1])
 		ms, _ := strconv.Atoi(parts[2])
-		spinThreads(n, time.Duration(ms)*time.Millisecond)
+		proc.SpinThreads(n, time.Duration(ms)*time.Millisecond)
 	case "sleep": // sleep:COUNT:MICROS
 		n, _ := strconv.Atoi(parts[1])
 		us, _ := strconv.Atoi(parts[2])
@@ -51,32 +52,6 @@ func TestSignalsHelperProcess(t *testing.T) {
 	fmt.Println("done")
 	_, _ = in.ReadString('\n')
 	os.Exit(0)
-}
-
-// spinThreads keeps n OS threads runnable for d: more runnable threads than
-// CPUs is what makes run-queue latency rise.
-func spinThreads(n int, d time.Duration) {
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(d)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			// Unlock before returning: a goroutine that exits locked takes
-			// its thread down, and the thread's schedstat with it, which the
-			// parent still has to read.
-			defer runtime.UnlockOSThread()
-			x := uint64(1)
-			for time.Now().Before(deadline) {
-				for j := 0; j < 10000; j++ {
-					x = x*6364136223846793005 + 1442695040888963407
-				}
-			}
-			_ = x
-		}()
-	}
-	wg.Wait()
 }
 
 // loadChild is a running helper process.

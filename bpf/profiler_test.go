@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/triage-agent/triage/internal/bench/proc"
 )
 
 // spin burns cpu of CPU time on this thread (not wall time: on a loaded
@@ -35,17 +34,13 @@ func threadCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// procCPU is a process's user+system time from /proc/PID/stat.
+// procCPU is a process's user+system time.
 func procCPU(t *testing.T, pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	u, err := proc.ReadUsage(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	ut, _ := strconv.ParseUint(f[11], 10, 64)
-	st, _ := strconv.ParseUint(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
+	return u.CPU
 }
 
 func TestProfilerSamplesOwnProcess(t *testing.T) {
@@ -183,20 +178,19 @@ func TestProfilerCgroupFilter(t *testing.T) {
 	if err := os.MkdirAll(leaf, 0o755); err != nil {
 		t.Fatalf("creating test cgroup: %v", err)
 	}
-	// Pdeathsig kills the spinner with the test binary, so a test killed by
+	// The spinner dies with the test binary too, so a test killed by
 	// -timeout leaves no busy loop behind.
-	child := exec.Command("sh", "-c", "while :; do :; done")
-	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := child.Start(); err != nil {
+	spinner, err := proc.StartSpinners(1)
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		child.Process.Kill()
-		child.Wait()
+		spinner.Close()
 		os.Remove(leaf)
 		os.Remove(parent)
 	})
-	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(fmt.Sprint(child.Process.Pid)), 0o644); err != nil {
+	child := spinner.Pids()[0]
+	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(fmt.Sprint(child)), 0o644); err != nil {
 		t.Fatalf("moving child into cgroup: %v", err)
 	}
 	id, level, err := CgroupFromPath(parent)
@@ -208,9 +202,9 @@ func TestProfilerCgroupFilter(t *testing.T) {
 		t.Fatalf("OpenProfiler: %v", err)
 	}
 	defer p.Close()
-	cpu0 := procCPU(t, child.Process.Pid)
+	cpu0 := procCPU(t, child)
 	spin(100 * time.Millisecond) // our own samples must be filtered out
-	for deadline := time.Now().Add(10 * time.Second); procCPU(t, child.Process.Pid)-cpu0 < 300*time.Millisecond && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); procCPU(t, child)-cpu0 < 300*time.Millisecond && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
 	w, err := p.Drain()
@@ -219,7 +213,7 @@ func TestProfilerCgroupFilter(t *testing.T) {
 	}
 	var total uint64
 	for _, s := range w.OnCPU {
-		if s.Tgid != uint32(child.Process.Pid) {
+		if s.Tgid != uint32(child) {
 			t.Fatalf("sample of tgid %d (%s) passed the cgroup filter", s.Tgid, s.Comm)
 		}
 		total += s.Value

@@ -1,7 +1,6 @@
 package bpf
 
 import (
-	"bufio"
 	"context"
 	"os/exec"
 	"regexp"
@@ -11,26 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/triage-agent/triage/internal/bench/peer"
+	"github.com/triage-agent/triage/internal/bench/proc"
 	"github.com/triage-agent/triage/internal/testenv"
 )
-
-// bpftraceRunqlat is bpftrace's runqlat tool (tools/runqlat.bt) reduced to
-// its histogram, exiting by itself after the given seconds. It ignores the
-// idle task (pid 0), as bcc's runqlat does and bpftrace PR #4291 proposes:
-// the stock script times the idle task from when the CPU left idle to when
-// it went back, so its p99 is the length of busy spans, not a run-queue
-// wait (docs/signals.md has the measurements and the same command).
-const bpftraceRunqlat = `
-tracepoint:sched:sched_wakeup, tracepoint:sched:sched_wakeup_new { @qtime[args->pid] = nsecs; }
-tracepoint:sched:sched_switch {
-  if (args->prev_state == 0 && args->prev_pid != 0) { @qtime[args->prev_pid] = nsecs; }
-  $ns = @qtime[args->next_pid];
-  if ($ns) { @usecs = hist((nsecs - $ns) / 1000); }
-  delete(@qtime[args->next_pid]);
-}
-interval:s:SECS { exit(); }
-END { clear(@qtime); }
-`
 
 var bpftraceRow = regexp.MustCompile(`^\[(\d+)([KMG]?)(?:, (\d+)([KMG]?))?\)?\]?\s+(\d+)\s`)
 
@@ -78,8 +61,7 @@ func bucketQuantile(counts [64]uint64, total uint64, q float64) int {
 // must fall in the same log2 microsecond bucket or a neighbouring one.
 func TestRunqlatAgreesWithBpftrace(t *testing.T) {
 	requireBPF(t)
-	bt, err := exec.LookPath("bpftrace")
-	if err != nil {
+	if _, err := exec.LookPath("bpftrace"); err != nil {
 		testenv.Unavailable(t, "bpftrace not installed")
 	}
 	r, err := OpenRunqlat(RunqlatOptions{})
@@ -91,54 +73,34 @@ func TestRunqlatAgreesWithBpftrace(t *testing.T) {
 	const secs = 3
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bt, "-e", strings.Replace(bpftraceRunqlat, "SECS", strconv.Itoa(secs), 1))
-	stdout, err := cmd.StdoutPipe()
+	bt, err := peer.StartRunqlat(ctx, secs)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	attached := false
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "Attaching") {
-			attached = true
-			break
-		}
-	}
-	if !attached {
-		cmd.Wait()
-		t.Fatal("bpftrace did not attach")
 	}
 	var before, after, ours Hist
 	if err := r.Read(&before); err != nil {
 		t.Fatal(err)
 	}
 	// Load for most of bpftrace's window; both see the same events.
-	spinThreads(3*runtime.NumCPU(), (secs-1)*time.Second)
-	var out strings.Builder
-	for sc.Scan() {
-		out.WriteString(sc.Text())
-		out.WriteByte('\n')
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("bpftrace: %v\n%s", err, out.String())
+	proc.SpinThreads(3*runtime.NumCPU(), (secs-1)*time.Second)
+	out, err := bt.Wait()
+	if err != nil {
+		t.Fatalf("bpftrace: %v\n%s", err, out)
 	}
 	if err := r.Read(&after); err != nil {
 		t.Fatal(err)
 	}
 	ours.Sub(&after, &before)
-	theirs, total := parseBpftraceHist(out.String())
+	theirs, total := parseBpftraceHist(out)
 	if total < 100 || ours.Count() < 100 {
-		t.Fatalf("too few samples: bpftrace %d, triage %d\n%s", total, ours.Count(), out.String())
+		t.Fatalf("too few samples: bpftrace %d, triage %d\n%s", total, ours.Count(), out)
 	}
 	for _, q := range []float64{0.5, 0.99} {
 		tb := bucketQuantile(theirs, total, q)
 		ob := bucketOfUs(ours.Quantile(q))
 		t.Logf("p%.0f: bpftrace bucket %d, triage bucket %d (%.1f µs); samples %d vs %d", q*100, tb, ob, ours.Quantile(q)/1e3, total, ours.Count())
 		if d := tb - ob; d < -1 || d > 1 {
-			t.Errorf("p%.0f: bpftrace bucket %d vs triage %d: more than one log2 bucket apart\n%s", q*100, tb, ob, out.String())
+			t.Errorf("p%.0f: bpftrace bucket %d vs triage %d: more than one log2 bucket apart\n%s", q*100, tb, ob, out)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/triage-agent/triage/internal/bench/proc"
 )
 
 // TestRunqlatOverloadAgreesWithSchedstat puts a child with 3x as many
@@ -125,7 +127,7 @@ func TestRunqlatSampledKeepsPercentiles(t *testing.T) {
 	if err := r.Read(&before); err != nil {
 		t.Fatal(err)
 	}
-	spinThreads(3*runtime.NumCPU(), time.Second)
+	proc.SpinThreads(3*runtime.NumCPU(), time.Second)
 	if err := r.Read(&after); err != nil {
 		t.Fatal(err)
 	}

@@ -67,6 +67,15 @@ func NearestRank(sorted []float64, q float64) float64 {
 	if len(sorted) == 0 {
 		return math.NaN()
 	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
+	return sorted[NearestRankIndex(len(sorted), q)]
+}
+
+// NearestRankIndex is the index of the nearest-rank q-quantile in a sorted
+// slice of n > 0 elements: the smallest element with at least q of the
+// elements at or below it, ceil(q·n) − 1, clamped to [0, n−1]. It is the one
+// quantile definition of the project: the class windows, the simulator and
+// every benchmark (internal/bench/measure) use it.
+func NearestRankIndex(n int, q float64) int {
+	i := int(math.Ceil(q*float64(n))) - 1
+	return max(0, min(i, n-1))
 }

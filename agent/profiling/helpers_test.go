@@ -8,13 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/triage-agent/triage/internal/bench/proc"
 	"github.com/triage-agent/triage/internal/testenv"
 )
 
@@ -114,18 +115,13 @@ func startTarget(t *testing.T, bin string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// procCPU is a process's user+system time from /proc/PID/stat.
+// procCPU is a process's user+system time.
 func procCPU(t *testing.T, pid int) time.Duration {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	u, err := proc.ReadUsage(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	ut, _ := strconv.ParseUint(f[11], 10, 64)
-	st, _ := strconv.ParseUint(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
+	return u.CPU
 }
 
 // recordCPU profiles pid until it has used cpu of CPU time (at most 15 s

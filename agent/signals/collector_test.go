@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/triage-agent/triage/internal/bench/proc"
 	"github.com/triage-agent/triage/internal/testenv"
 
 	"golang.org/x/sys/unix"
@@ -21,28 +21,6 @@ import (
 func requireRoot(t *testing.T) {
 	t.Helper()
 	testenv.RequireBPF(t, "eBPF probes need root; the procfs tests cover unprivileged runs")
-}
-
-// overload keeps 3 runnable threads per CPU busy for d.
-func overload(d time.Duration) {
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(d)
-	for i := 0; i < 3*runtime.NumCPU(); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			x := uint64(1)
-			for time.Now().Before(deadline) {
-				for j := 0; j < 10000; j++ {
-					x = x*6364136223846793005 + 1
-				}
-			}
-			_ = x
-		}()
-	}
-	wg.Wait()
 }
 
 // tinyListener listens on 127.0.0.1 with listen(fd, backlog) and fills its
@@ -97,7 +75,7 @@ func exercise(t *testing.T, c *Collector) (port uint16) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		overload(1200 * time.Millisecond)
+		proc.SpinThreads(3*runtime.NumCPU(), 1200*time.Millisecond) // overload: 3 runnable threads per CPU
 	}()
 	fsyncSome(t, 20)
 	<-done

@@ -1,0 +1,68 @@
+package peer
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/triage-agent/triage/internal/testenv"
+)
+
+func requireBpftrace(t *testing.T) {
+	t.Helper()
+	testenv.RequireBPF(t, "bpftrace needs root")
+	if _, err := exec.LookPath("bpftrace"); err != nil {
+		testenv.Unavailable(t, "bpftrace not installed")
+	}
+}
+
+// bpftrace attaches, counts the machine's own context switches for a
+// second, exits by itself and prints the histogram.
+func TestRunqlatRunsToItsEnd(t *testing.T) {
+	requireBpftrace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bt, err := StartRunqlat(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := bt.Wait()
+	if err != nil {
+		t.Fatalf("bpftrace: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "@usecs:") || strings.Contains(out, "@qtime") {
+		t.Fatalf("want the @usecs histogram and no @qtime map:\n%s", out)
+	}
+}
+
+// Stop ends a long run at once, even right after the attach, when
+// bpftrace does not yet see an interrupt.
+func TestRunqlatStops(t *testing.T) {
+	requireBpftrace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	bt, err := StartRunqlat(ctx, 120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	bt.Stop()
+	t.Logf("stopped in %v", time.Since(start))
+	if el := time.Since(start); el > 10*time.Second {
+		t.Fatalf("Stop took %v", el)
+	}
+	if ctx.Err() != nil || bt.cmd.ProcessState == nil {
+		t.Fatalf("bpftrace was not stopped by Stop: %v, %v", ctx.Err(), bt.cmd.ProcessState)
+	}
+}
+
+func TestRunqlatScriptExitsAfterSecs(t *testing.T) {
+	if s := RunqlatScript(7); !strings.Contains(s, "interval:s:7 { exit(); }") || !strings.Contains(s, "args->prev_pid != 0") {
+		t.Fatalf("script:\n%s", s)
+	}
+	if _, err := StartRunqlat(context.Background(), 0); err == nil {
+		t.Fatal("a 0 s run accepted")
+	}
+}
