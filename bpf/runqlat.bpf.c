@@ -275,13 +275,3 @@ int runqlat_tp_switch(struct trace_event_raw_sched_switch *ctx)
 		record_node(delta);
 	return 0;
 }
-
-/* ---- reference: an empty program on sched_switch ----------------------- */
-/* Not attached by the loader. `triage bench signals` attaches it alone to
- * measure the fixed cost of running any tp_btf program on this machine, the
- * floor under which no run-queue program can go. */
-SEC("tp_btf/sched_switch")
-int BPF_PROG(runqlat_btf_noop)
-{
-	return 0;
-}

@@ -120,14 +120,3 @@ func (r *Runqlat) Stats() ([]ProgramStats, error) { return r.p.stats() }
 
 // Close detaches and unloads the programs.
 func (r *Runqlat) Close() error { return r.p.Close() }
-
-// OpenRunqlatFloor attaches only an empty tp_btf program to sched_switch:
-// benchmarks use it to measure the fixed cost of any program on this hook.
-func OpenRunqlatFloor() (*Runqlat, error) {
-	hooks := []hook{{group: "sched", name: "sched_switch", btf: "runqlat_btf_noop"}}
-	p, err := openProbe("runqlat-floor", loadRunqlat, hooks, TierBTF)
-	if err != nil {
-		return nil, err
-	}
-	return &Runqlat{p: p, watched: map[uint64]bool{}}, nil
-}

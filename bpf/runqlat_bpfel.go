@@ -29,7 +29,6 @@ const (
 	runqlatMapRunqlatPidTs         = "runqlat_pid_ts"
 	runqlatMapRunqlatSampleCtr     = "runqlat_sample_ctr"
 	runqlatMapRunqlatTaskTs        = "runqlat_task_ts"
-	runqlatProgRunqlatBtfNoop      = "runqlat_btf_noop"
 	runqlatProgRunqlatBtfSwitch    = "runqlat_btf_switch"
 	runqlatProgRunqlatBtfWakeup    = "runqlat_btf_wakeup"
 	runqlatProgRunqlatBtfWakeupNew = "runqlat_btf_wakeup_new"
@@ -83,7 +82,6 @@ type runqlatSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type runqlatProgramSpecs struct {
-	RunqlatBtfNoop      *ebpf.ProgramSpec `ebpf:"runqlat_btf_noop"`
 	RunqlatBtfSwitch    *ebpf.ProgramSpec `ebpf:"runqlat_btf_switch"`
 	RunqlatBtfWakeup    *ebpf.ProgramSpec `ebpf:"runqlat_btf_wakeup"`
 	RunqlatBtfWakeupNew *ebpf.ProgramSpec `ebpf:"runqlat_btf_wakeup_new"`
@@ -162,7 +160,6 @@ type runqlatVariables struct {
 //
 // It can be passed to loadRunqlatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type runqlatPrograms struct {
-	RunqlatBtfNoop      *ebpf.Program `ebpf:"runqlat_btf_noop"`
 	RunqlatBtfSwitch    *ebpf.Program `ebpf:"runqlat_btf_switch"`
 	RunqlatBtfWakeup    *ebpf.Program `ebpf:"runqlat_btf_wakeup"`
 	RunqlatBtfWakeupNew *ebpf.Program `ebpf:"runqlat_btf_wakeup_new"`
@@ -176,7 +173,6 @@ type runqlatPrograms struct {
 
 func (p *runqlatPrograms) Close() error {
 	return _RunqlatClose(
-		p.RunqlatBtfNoop,
 		p.RunqlatBtfSwitch,
 		p.RunqlatBtfWakeup,
 		p.RunqlatBtfWakeupNew,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/client"
+	"github.com/triage-agent/triage/internal/bench/backend"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/wire"
 )
@@ -26,7 +27,7 @@ func quietLogger() *slog.Logger {
 
 // goBackend is the real plain Go MLP (the bootstrap policy) over a node state
 // set by the test: the endpoint's QUIC, TLS, codec and framing are all real.
-func goBackend() (*serve.PolicyBackend, *policy.GoDecider) {
+func goBackend() (*backend.Policy, *policy.GoDecider) {
 	d := policy.NewGoDecider(policy.BootstrapMLP(), policy.BootstrapMetadata())
 	st := &wire.NodeState{
 		Epoch: 1, UnixNano: time.Now().UnixNano(),
@@ -34,7 +35,7 @@ func goBackend() (*serve.PolicyBackend, *policy.GoDecider) {
 		Sources:   []string{"agent", "descriptor", "descriptor", "outcomes", "outcomes", "neutral", "ebpf", "ebpf", "ebpf", "ebpf", "procfs", "ebpf"},
 		RunqP50Us: 12, RunqP99Us: 480, QueueLen: 20, QueueCap: 100, CpuUtil: 0.4, Model: d.Version(), Node: "test-node",
 	}
-	return serve.NewPolicyBackend(d, st), d
+	return backend.NewPolicy(d, st), d
 }
 
 type testServer struct {

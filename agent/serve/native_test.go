@@ -8,6 +8,7 @@ import (
 
 	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/client"
+	"github.com/triage-agent/triage/internal/bench/backend"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/wire"
 )
@@ -189,7 +190,7 @@ func TestSubscribeDatagram(t *testing.T) {
 
 // updateState bumps the backend's snapshot every period (new epoch, new
 // timestamp, a slowly moving run-queue value) until the returned stop.
-func updateState(b *serve.PolicyBackend, period time.Duration) (stop func()) {
+func updateState(b *backend.Policy, period time.Duration) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/triage-agent/triage/agent/serve"
+	"github.com/triage-agent/triage/internal/bench/backend"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/policy/defaultmodel"
 )
@@ -19,8 +20,8 @@ func TestDecideWithONNXRuntime(t *testing.T) {
 	}
 	defer sess.Close()
 	gb, _ := goBackend()
-	b := serve.NewPolicyBackend(sess, gb.State())
-	ref := serve.NewPolicyBackend(policy.NewGoDecider(sess.MLP(), sess.Metadata()), gb.State())
+	b := backend.NewPolicy(sess, gb.State())
+	ref := backend.NewPolicy(policy.NewGoDecider(sess.MLP(), sess.Metadata()), gb.State())
 
 	ts := startServer(t, serve.Config{}, b)
 	c := ts.dial(t, ts.clientConfig())

@@ -10,17 +10,16 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/triage-agent/triage/agent/serve/servebench"
-	"github.com/triage-agent/triage/policy"
-	"github.com/triage-agent/triage/policy/defaultmodel"
+	"github.com/triage-agent/triage/internal/bench/decide"
 )
 
 func init() { registerBench("decide", runBenchDecide) }
 
 // runBenchDecide measures the decide call over the native protocol, HTTP/3
-// JSON and gRPC over TCP (TLS 1.3 for all three), side by side in one run,
-// with the model the agent serves (ONNX Runtime, the default) or the plain Go
-// forward pass of the same weights (--decider go).
+// JSON and gRPC over TCP (TLS 1.3 for all three), side by side in one run
+// (internal/bench/decide), with the model the agent serves (ONNX Runtime,
+// the default) or the plain Go forward pass of the same weights
+// (--decider go).
 func runBenchDecide(args []string) error {
 	fs := newFlagSet("bench decide", "decide over triage/1, HTTP/3 JSON and gRPC/TLS/TCP on loopback, side by side")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
@@ -35,19 +34,13 @@ func runBenchDecide(args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return helpIsNotAnError(err)
 	}
-	opts := servebench.Options{Clients: *clients, Duration: *duration, Rate: *rate}
-	switch *decider {
-	case "go": // servebench's default
-	case "ort":
-		sess, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{Device: "cpu", LibraryPath: *ortLib})
-		if err != nil {
-			return fmt.Errorf("loading the default model: %w", err)
-		}
-		defer sess.Close()
-		opts.Decider = sess
-	default:
-		return fmt.Errorf("--decider: %q is neither ort nor go", *decider)
+	opts := decide.Options{Clients: *clients, Duration: *duration, Rate: *rate}
+	d, closeDecider, err := decide.OpenDecider(*decider, *ortLib)
+	if err != nil {
+		return err
 	}
+	defer closeDecider()
+	opts.Decider = d
 	for _, b := range strings.Split(*batches, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(b))
 		if err != nil {
@@ -62,7 +55,7 @@ func runBenchDecide(args []string) error {
 		opts.Clients, opts.Duration, opts.Rate, runtime.GOMAXPROCS(0), runtime.Version())
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "protocol\tbatch\tmode\treq/s\tdecisions/s\tp50 µs\tp99 µs\tmax µs\tbytes/call\terrors\t")
-	res, err := servebench.Run(context.Background(), opts, func(c servebench.Cell) {
+	res, err := decide.Run(context.Background(), opts, func(c decide.Cell) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t\n", c.Protocol, c.Batch, c.Mode, c.RequestsPerSec, c.DecisionsPerS, c.P50Us, c.P99Us, c.MaxUs, c.BytesPerCall, c.Errors)
 		tw.Flush()
 	})

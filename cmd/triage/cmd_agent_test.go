@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"math"
 	"os"
 	"strings"
 	"testing"
@@ -120,21 +119,5 @@ func TestDeployConfigIsValidAgentConfig(t *testing.T) {
 		if cfg.ExperienceDir != "/var/lib/triage/experience" {
 			t.Fatalf("config %d: experience dir %q", i, cfg.ExperienceDir)
 		}
-	}
-}
-
-func TestHistQuantile(t *testing.T) {
-	bs := []bucket{{0.001, 50}, {0.002, 90}, {0.004, 100}, {math.Inf(1), 100}}
-	if got := histQuantile(bs, 0.5); got != 0.001 {
-		t.Fatalf("p50 = %v", got)
-	}
-	if got := histQuantile(bs, 0.7); math.Abs(got-0.0015) > 1e-12 {
-		t.Fatalf("p70 = %v", got)
-	}
-	if got := histQuantile(bs, 0.99); math.Abs(got-0.0038) > 1e-12 {
-		t.Fatalf("p99 = %v", got)
-	}
-	if histQuantile(nil, 0.5) != 0 {
-		t.Fatal("empty")
 	}
 }

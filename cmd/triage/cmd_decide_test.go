@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/triage-agent/triage/agent/serve"
+	"github.com/triage-agent/triage/internal/bench/backend"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/wire"
 )
@@ -31,7 +32,7 @@ func runWithStdio(t *testing.T, in string, f func() error) (string, error) {
 
 func TestDecideCommand(t *testing.T) {
 	d := policy.NewGoDecider(policy.BootstrapMLP(), policy.BootstrapMetadata())
-	s, err := serve.New(serve.Config{Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, serve.NewPolicyBackend(d, nil))
+	s, err := serve.New(serve.Config{Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, backend.NewPolicy(d, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

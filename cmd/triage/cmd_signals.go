@@ -16,6 +16,7 @@ import (
 	"github.com/triage-agent/triage/agent/signals"
 	"github.com/triage-agent/triage/agent/state"
 	"github.com/triage-agent/triage/bpf"
+	benchsignals "github.com/triage-agent/triage/internal/bench/signals"
 	"github.com/triage-agent/triage/policy"
 )
 
@@ -118,7 +119,7 @@ func runSignals(args []string) error {
 		return fmt.Errorf("--interval %v: want a positive duration", *interval)
 	}
 	if *footprint > 0 {
-		return signalsFootprint(cfg, *footprint, os.Stdout)
+		return benchsignals.MeasureFootprint(cfg, *footprint, os.Stdout)
 	}
 	col, err := signals.New(cfg)
 	if err != nil {

@@ -1,9 +1,11 @@
-// Package e2e is the upstream side of `triage bench e2e`: an executor that
-// replays a scenario's arrivals in (compressed) real time, really runs each
-// task as CPU work on worker goroutines locked to OS threads, and serves its
-// queue either FIFO or by the priorities a triage agent answers over QUIC,
-// reporting every outcome back. Its metrics are train.Summarise's, so the
-// numbers compare with `triage eval` on the same scenario.
+// Package e2e is `triage bench e2e`. Its executor (Run) is the upstream
+// side: it replays a scenario's arrivals in (compressed) real time, really
+// runs each task as CPU work on worker goroutines locked to OS threads, and
+// serves its queue either FIFO or by the priorities a triage agent answers
+// over QUIC, reporting every outcome back. Its metrics are
+// train.Summarise's, so the numbers compare with `triage eval` on the same
+// scenario. Bench runs the executor under FIFO, a hand-written rule and a
+// real `triage agent` process side by side, and measures that process.
 package e2e
 
 import (
@@ -429,15 +431,6 @@ func (r *run) reporter(ctx context.Context) {
 			flush()
 		}
 	}
-}
-
-// Quantile is the nearest-rank quantile of sorted durations.
-func Quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
 func (r *Result) String() string {

@@ -1,4 +1,4 @@
-package servebench
+package decide
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func TestOptionsBounded(t *testing.T) {
 	}
 }
 
-// go test -bench Decide ./agent/serve/servebench -benchtime 2000x
+// go test -bench Decide ./internal/bench/decide -benchtime 2000x
 func benchProtocol(b *testing.B, proto string, batch int) {
 	o := Options{Clients: 1}
 	if err := o.defaults(); err != nil {

@@ -1,4 +1,8 @@
-package serve
+// Package backend is a small serve.Backend over any policy.Decider: what
+// `triage bench decide` serves, and what the endpoint, client, cmd and e2e
+// tests serve a real model with. The agent proper builds richer per-class
+// state in agent/state and does not use it.
+package backend
 
 import (
 	"context"
@@ -7,18 +11,18 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/wire"
 )
 
-// PolicyBackend is a small Backend over any policy.Decider and a node-state
-// snapshot that its owner replaces with SetState. Each task's state vector
-// takes the node features (0 and 5..11) from the snapshot and the task
-// features (1..4) from the descriptor through policy.Vector, the one place
-// the normalisation lives. The agent proper builds richer per-class state in
-// agent/state; this backend is what `triage bench decide` and the endpoint
-// tests serve with a real model (the plain Go MLP or an ONNX Runtime session).
-type PolicyBackend struct {
+// Policy is a serve.Backend over any policy.Decider (the plain Go MLP or an
+// ONNX Runtime session) and a node-state snapshot that its owner replaces
+// with SetState. Each task's state vector takes the node features
+// (nodeFeatures) from the snapshot and the task's own (SLA slack, cost,
+// class p50 and p99) from the descriptor through policy.Vector, the one
+// place the normalisation lives.
+type Policy struct {
 	decider  policy.Decider
 	state    atomic.Pointer[wire.NodeState]
 	outcomes atomic.Int64
@@ -28,15 +32,17 @@ type PolicyBackend struct {
 	OnOutcomes func([]*wire.Outcome)
 }
 
+var _ serve.Backend = (*Policy)(nil)
+
 type decideScratch struct {
 	states []policy.State
 	out    []policy.Decision
 }
 
-// NewPolicyBackend returns a backend deciding with d over snapshot initial
-// (nil starts with a neutral snapshot of epoch 0).
-func NewPolicyBackend(d policy.Decider, initial *wire.NodeState) *PolicyBackend {
-	b := &PolicyBackend{decider: d}
+// NewPolicy returns a backend deciding with d over snapshot initial (nil
+// starts with a neutral snapshot of epoch 0).
+func NewPolicy(d policy.Decider, initial *wire.NodeState) *Policy {
+	b := &Policy{decider: d}
 	b.scratch.New = func() any { return &decideScratch{} }
 	if initial == nil {
 		initial = &wire.NodeState{Features: append([]float32(nil), policy.Neutral[:]...), Model: d.Version()}
@@ -47,20 +53,23 @@ func NewPolicyBackend(d policy.Decider, initial *wire.NodeState) *PolicyBackend 
 
 // SetState replaces the snapshot (the caller bumps Epoch); st must not be
 // modified afterwards.
-func (b *PolicyBackend) SetState(st *wire.NodeState) { b.state.Store(st) }
+func (b *Policy) SetState(st *wire.NodeState) { b.state.Store(st) }
 
-// State implements Backend.
-func (b *PolicyBackend) State() *wire.NodeState { return b.state.Load() }
+// State implements serve.Backend.
+func (b *Policy) State() *wire.NodeState { return b.state.Load() }
 
 // Outcomes is the number of outcomes reported so far.
-func (b *PolicyBackend) Outcomes() int64 { return b.outcomes.Load() }
+func (b *Policy) Outcomes() int64 { return b.outcomes.Load() }
 
 // nodeFeatures are the indices of the state vector that describe the node,
 // not the task.
-var nodeFeatures = [...]int{0, 5, 6, 7, 8, 9, 10, 11}
+var nodeFeatures = [...]int{
+	policy.FeatQueueFill, policy.FeatAccelMem, policy.FeatRunqP50, policy.FeatRunqP99,
+	policy.FeatAcceptQueue, policy.FeatBlkioP99, policy.FeatCPUUtil, policy.FeatNetOrSyscall,
+}
 
-// Decide implements Backend.
-func (b *PolicyBackend) Decide(_ context.Context, tasks []*wire.Task) ([]*wire.Decision, string, uint64, error) {
+// Decide implements serve.Backend.
+func (b *Policy) Decide(_ context.Context, tasks []*wire.Task) ([]*wire.Decision, string, uint64, error) {
 	st := b.state.Load()
 	sc := b.scratch.Get().(*decideScratch)
 	defer b.scratch.Put(sc)
@@ -106,8 +115,8 @@ func (b *PolicyBackend) Decide(_ context.Context, tasks []*wire.Task) ([]*wire.D
 	return res, b.decider.Version(), st.GetEpoch(), nil
 }
 
-// ReportOutcomes implements Backend.
-func (b *PolicyBackend) ReportOutcomes(_ context.Context, outs []*wire.Outcome) error {
+// ReportOutcomes implements serve.Backend.
+func (b *Policy) ReportOutcomes(_ context.Context, outs []*wire.Outcome) error {
 	for _, o := range outs {
 		if err := wire.CheckOutcome(o); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package servebench
+package decide
 
 import (
 	"bytes"

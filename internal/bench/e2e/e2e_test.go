@@ -10,11 +10,12 @@ import (
 
 	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/client"
+	"github.com/triage-agent/triage/internal/bench/backend"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/train"
 )
 
-const smallScenario = "../../testdata/agent/e2e-small.json"
+const smallScenario = "../../../testdata/agent/e2e-small.json"
 
 func TestBurnRunsForItsCost(t *testing.T) {
 	var stop atomic.Bool
@@ -53,7 +54,7 @@ func TestRunFIFOAndPriorities(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := policy.NewGoDecider(policy.BootstrapMLP(), policy.BootstrapMetadata())
-	srv, err := serve.New(serve.Config{Addr: "127.0.0.1:0"}, serve.NewPolicyBackend(d, nil))
+	srv, err := serve.New(serve.Config{Addr: "127.0.0.1:0"}, backend.NewPolicy(d, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
-// Package servebench is `triage bench decide`: an agent endpoint, a gRPC
+// Package decide is `triage bench decide`: an agent endpoint, a gRPC
 // server over the same backend, and N clients of each protocol in one
 // process over loopback, measured side by side in one run.
-package servebench
+package decide
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 
 	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/client"
+	"github.com/triage-agent/triage/internal/bench/backend"
+	"github.com/triage-agent/triage/internal/bench/measure"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/policy/defaultmodel"
 	"github.com/triage-agent/triage/wire"
@@ -120,17 +122,17 @@ func Run(ctx context.Context, o Options, progress func(Cell)) (*Result, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	backend := serve.NewPolicyBackend(o.Decider, &wire.NodeState{
+	be := backend.NewPolicy(o.Decider, &wire.NodeState{
 		Epoch: 1, Features: append([]float32(nil), policy.Neutral[:]...), Model: o.Decider.Version(), Node: "bench",
 	})
-	srv, err := serve.New(serve.Config{Addr: "127.0.0.1:0", Logger: o.Logger, MaxConnsPerIP: 4 * o.Clients}, backend)
+	srv, err := serve.New(serve.Config{Addr: "127.0.0.1:0", Logger: o.Logger, MaxConnsPerIP: 4 * o.Clients}, be)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Close()
 	go srv.Serve()
 
-	gs, err := serve.NewGRPCServer(backend, srv.Certificate(), 1024)
+	gs, err := serve.NewGRPCServer(be, srv.Certificate(), 1024)
 	if err != nil {
 		return nil, err
 	}
@@ -271,16 +273,11 @@ func runCell(ctx context.Context, e env, proto string, batch int, o Options) (Ce
 	slices.Sort(all)
 	cell.RequestsPerSec = float64(cell.Requests) / elapsed
 	cell.DecisionsPerS /= elapsed
-	cell.P50Us = us(quantile(all, 0.50))
-	cell.P99Us = us(quantile(all, 0.99))
+	cell.P50Us = us(measure.Quantile(all, 0.50))
+	cell.P99Us = us(measure.Quantile(all, 0.99))
 	cell.MaxUs = us(all[len(all)-1])
 	cell.BytesPerCall = float64(bytes) / float64(cell.Requests)
 	return cell, nil
-}
-
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	i := int(q * float64(len(sorted)-1))
-	return sorted[i]
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
