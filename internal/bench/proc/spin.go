@@ -32,11 +32,8 @@ func SpinThreads(n int, d time.Duration) {
 					x = x*6364136223846793005 + 1442695040888963407
 				}
 			}
-			sink = x
+			_ = x
 		}()
 	}
 	wg.Wait()
 }
-
-// sink keeps the spin loops' result alive, so the compiler cannot drop them.
-var sink uint64
