@@ -16,6 +16,7 @@ type Task struct {
 	ExpectedMs float64 // what the descriptor says: the true cost with estimation error
 	SLAMs      float64
 	Weight     float64
+	IOShare    float64 // the part of CostMs that is synchronous I/O (format v2)
 }
 
 // DeadlineMs is when the task must finish to meet its SLA.
@@ -50,7 +51,7 @@ func (sc *Scenario) Arrivals(seed int64) []Task {
 		tasks[i] = Task{
 			ID: i, ArrivalMs: at, Class: ci, CostMs: cost,
 			ExpectedMs: cost * math.Exp(costEstimateSigma*r.NormFloat64()),
-			SLAMs:      c.SLAMs, Weight: c.W(),
+			SLAMs:      c.SLAMs, Weight: c.W(), IOShare: c.IOShare,
 		}
 	}
 	return tasks

@@ -29,7 +29,7 @@ func assignBlame(out []Outcome, endMs float64) {
 		out[i].Blame = 0
 		if out[i].Started {
 			started = append(started, i)
-			maxCost = max(maxCost, out[i].CostMs)
+			maxCost = max(maxCost, heldMs(&out[i], endMs))
 		}
 	}
 	slices.SortFunc(started, func(a, b int) int { return cmp.Compare(out[a].StartMs, out[b].StartMs) })
@@ -63,7 +63,7 @@ func assignBlame(out []Outcome, endMs float64) {
 			if started[k] == j {
 				continue
 			}
-			if ov := min(b.StartMs+b.CostMs, waitEnd) - max(b.StartMs, o.ArrivalMs); ov > 0 {
+			if ov := min(b.StartMs+heldMs(b, endMs), waitEnd) - max(b.StartMs, o.ArrivalMs); ov > 0 {
 				shares = append(shares, share{started[k], ov})
 				total += ov
 			}
@@ -74,6 +74,15 @@ func assignBlame(out []Outcome, endMs float64) {
 	}
 }
 
+// heldMs is how long a started task held its worker: until it finished,
+// or until the run ended.
+func heldMs(o *Outcome, endMs float64) float64 {
+	if o.Finished {
+		return o.ServiceMs()
+	}
+	return endMs - o.StartMs
+}
+
 // waitLoss is what task o lost by waiting: the reward it would have earned
 // started on arrival minus the one it earned, SLA and latency terms only.
 func waitLoss(o *Outcome, endMs float64) float64 {
@@ -82,8 +91,14 @@ func waitLoss(o *Outcome, endMs float64) float64 {
 	if !o.Finished {
 		lat = endMs - o.ArrivalMs
 	}
-	loss := w.Lat * (LatencyPenalty(o.CostMs, o.SLAMs) - LatencyPenalty(lat, o.SLAMs))
-	if o.CostMs <= o.SLAMs && !o.Met {
+	// Started at once it would have taken its service time (its cost,
+	// stretched by the node's contention when it ran).
+	svc := o.CostMs
+	if o.Finished {
+		svc = o.ServiceMs()
+	}
+	loss := w.Lat * (LatencyPenalty(svc, o.SLAMs) - LatencyPenalty(lat, o.SLAMs))
+	if svc <= o.SLAMs && !o.Met {
 		loss += w.SLA * o.Weight
 	}
 	return max(0, loss)

@@ -42,6 +42,9 @@ type Scenario struct {
 	Workers     int     `json:"workers"`
 	Arrival     Arrival `json:"arrival"`
 	Classes     []Class `json:"classes"`
+	// Format v2 (scenario_node.go): the node around the executor.
+	Node         *Node     `json:"node,omitempty"`
+	Interference []Episode `json:"interference,omitempty"`
 }
 
 // Arrival is the arrival process: Poisson at RatePerS, optionally ramping
@@ -68,6 +71,10 @@ type Class struct {
 	CostMs Dist     `json:"cost_ms"`
 	Tenant string   `json:"tenant,omitempty"`
 	Weight *float64 `json:"weight,omitempty"`
+	// IOShare is the fraction of the cost that is synchronous block I/O
+	// (format v2; default 0): it stretches with the disk's contention, the
+	// rest with the CPUs'.
+	IOShare float64 `json:"io_share,omitempty"`
 }
 
 // W is the class weight: the value of meeting its SLA (default 1).
@@ -171,6 +178,9 @@ func (sc *Scenario) Validate() error {
 	if math.Abs(sum-1) > shareEpsilon {
 		return bad("class shares add up to %.6g, want 1", sum)
 	}
+	if err := sc.validateNode(); err != nil {
+		return err
+	}
 	if expected := sc.Arrival.maxRate() * sc.DurationS; expected > maxArrivals {
 		return bad("about %.0f arrivals, at most %d", expected, maxArrivals)
 	}
@@ -261,7 +271,21 @@ func (sc *Scenario) MeanCostMs() float64 {
 	return m
 }
 
-// LoadAt is the offered load at time t: rate × mean cost / workers.
+// LoadAt is the offered load at time t: rate × mean cost over the
+// executor's capacity, its workers, or on a node whose CPUs the workers
+// share with neighbour threads (format v2) their fair share of the CPUs
+// when all are busy. Above 1 the node is in the reward's peak phase.
 func (sc *Scenario) LoadAt(t float64) float64 {
-	return sc.Arrival.RateAt(t, sc.DurationS) * sc.MeanCostMs() / 1000 / float64(sc.Workers)
+	return sc.Arrival.RateAt(t, sc.DurationS) * sc.MeanCostMs() / 1000 / sc.capacityAt(t)
+}
+
+// capacityAt is the executor's capacity in worker-equivalents at t seconds.
+func (sc *Scenario) capacityAt(t float64) float64 {
+	w := float64(sc.Workers)
+	threads, _ := sc.NeighbourLoad(t)
+	runnable := w + float64(threads)
+	if cpus := float64(sc.NodeCPUs()); runnable > cpus {
+		return w * cpus / runnable
+	}
+	return w
 }

@@ -7,33 +7,55 @@ import (
 	"github.com/triage-agent/triage/policy"
 )
 
-// signals synthesises the kernel-signal features a real node would show,
-// from the simulator's own state, so a policy trained here learns to read
-// the same features the agent reads from eBPF. The shapes are chosen to be
-// what those signals do on a CPU-bound node, not calibrated to one machine:
+// signals synthesises the features a real node's agent would read, so a
+// policy trained here learns to read what the agent reads from eBPF. The
+// kernel features come from the node's contention (nodeModel: the
+// executor's own tasks plus the neighbours), through what `triage
+// calibrate` measured the agent's sources read at each level:
 //
-//   - CPU utilisation: busy workers / workers, smoothed over 200 ms (as a
-//     /proc/stat or eBPF sampler over a short window would).
-//   - run-queue latency: a few µs on an idle node, rising steeply as
-//     utilisation approaches 1 and with the number of runnable tasks queued
-//     per worker; p99 several times p50.
-//   - accept-queue fill: 0 until the queue holds more than two tasks per
-//     worker (the service stops accepting promptly), then rising to 1 at
-//     eighteen per worker.
-//   - block-I/O p99 and TCP retransmits: mostly noise, slightly worse with load.
-//   - class p50/p99 service time: from the last 256 finished tasks of the class.
+//   - run-queue latency p50/p99: the calibration at the window's runnable
+//     threads per CPU (p50 at the mean over the window, p99 at the busier
+//     half of it, as a histogram's tail is), with the measured spread;
+//   - block-I/O p99: the calibration at the window's fsync'ing writers
+//     (the executor's tasks in their I/O part plus neighbour writers); with
+//     no writer the idle node's value;
+//   - CPU utilisation: runnable threads per CPU, capped at 1, smoothed over
+//     200 ms (the executor's busy workers / workers on a v1 node);
+//   - accept-queue fill: the executor's own backlog, which is what the
+//     kernel holds in the service's listen queue: 0 until the queue holds
+//     more than two tasks per worker, 1 at eighteen;
+//   - TCP retransmits: noise (no network in the simulator);
+//   - class p50/p99 service time: the last 256 finished tasks of the class,
+//     as the agent keeps them from reported service times, slowdowns
+//     included.
+//
+// The agent's window is 1 s sampled every 500 ms: features change at each
+// 500 ms tick and describe the second before it.
 //
 // The noise is drawn from its own stream, a fixed number of draws per
 // arrival, so two policies on the same seed see the same noise sequence.
 type signals struct {
 	sc       *Scenario
+	cal      *Calibration
+	node     *nodeModel
 	queueCap int
 	r        *rand.Rand
 	util     float64
 	lastT    float64
 	classes  []policy.ClassWindow // the agent keeps the same statistic (agent/state)
 	missing  [numSources]bool     // sources this node lacks: their features are neutral
+
+	// The window: per 500 ms bucket the integrals of runnable threads per
+	// CPU and of disk writers; the features are read from the last two
+	// completed buckets.
+	bucket, prev, cur windowBucket
+	win               windowValues
 }
+
+type windowBucket struct{ cpuLoad, writers float64 }
+
+// windowValues are the loads the current features describe.
+type windowValues struct{ cpuMean, cpuHigh, writers float64 }
 
 // The kernel-signal sources a node may lack, each feeding its own features.
 const (
@@ -45,7 +67,10 @@ const (
 	numSources
 )
 
-const utilTauMs = 200.0
+const (
+	utilTauMs  = 200.0
+	windowTick = 500.0 // ms, the agent's sampling interval
+)
 
 // newSignals starts the signals of one run. With missing > 0 each source
 // is, with that probability and for the whole run, absent, as on a node
@@ -53,9 +78,9 @@ const utilTauMs = 200.0
 // privilege: its features take their neutral values, exactly as the agent
 // reports them there. The draw has its own stream, so the noise sequence,
 // and with missing 0 every result, is unchanged.
-func newSignals(sc *Scenario, queueCap int, seed int64, missing float64) *signals {
+func newSignals(sc *Scenario, cal *Calibration, node *nodeModel, queueCap int, seed int64, missing float64) *signals {
 	g := &signals{
-		sc: sc, queueCap: queueCap,
+		sc: sc, cal: cal, node: node, queueCap: queueCap,
 		r:       rand.New(rand.NewPCG(uint64(seed), 0x7472696167650003)),
 		classes: make([]policy.ClassWindow, len(sc.Classes)),
 	}
@@ -68,16 +93,34 @@ func newSignals(sc *Scenario, queueCap int, seed int64, missing float64) *signal
 	return g
 }
 
-// advance moves the utilisation average to t; busy is the worker count
-// since the previous call.
-func (g *signals) advance(t float64, busy, workers int) {
-	dt := t - g.lastT
-	if dt <= 0 {
-		return
+// advance moves the utilisation average and the window to t (ms); the
+// node's counts are those since the previous call.
+func (g *signals) advance(t float64) {
+	for g.lastT < t {
+		next := math.Min(t, (math.Floor(g.lastT/windowTick)+1)*windowTick)
+		dt := next - g.lastT
+		load := g.node.cpuLoad()
+		target := math.Min(1, load)
+		g.util += (target - g.util) * (1 - math.Exp(-dt/utilTauMs))
+		g.bucket.cpuLoad += load * dt
+		g.bucket.writers += float64(g.node.diskWriters()) * dt
+		g.lastT = next
+		if math.Mod(next, windowTick) == 0 {
+			g.tick()
+		}
 	}
-	target := float64(busy) / float64(workers)
-	g.util += (target - g.util) * (1 - math.Exp(-dt/utilTauMs))
-	g.lastT = t
+}
+
+// tick closes a 500 ms bucket: the features now describe it and the one
+// before.
+func (g *signals) tick() {
+	g.prev, g.cur = g.cur, windowBucket{g.bucket.cpuLoad / windowTick, g.bucket.writers / windowTick}
+	g.bucket = windowBucket{}
+	g.win = windowValues{
+		cpuMean: (g.prev.cpuLoad + g.cur.cpuLoad) / 2,
+		cpuHigh: math.Max(g.prev.cpuLoad, g.cur.cpuLoad),
+		writers: (g.prev.writers + g.cur.writers) / 2,
+	}
 }
 
 func (g *signals) noise(sigma float64) float64 { return math.Exp(sigma * g.r.NormFloat64()) }
@@ -85,11 +128,23 @@ func (g *signals) noise(sigma float64) float64 { return math.Exp(sigma * g.r.Nor
 // state builds the state vector of task o arriving now with queueLen tasks
 // decided and not finished (including o's predecessors in service).
 func (g *signals) state(o *Outcome, queueLen int, now float64) policy.State {
-	w := float64(g.sc.Workers)
-	perWorker := float64(queueLen) / w
-	u := g.util
-	n1, n2, n3, n4 := g.noise(0.2), g.noise(0.3), g.noise(0.3), g.noise(0.5)
-	runqP50 := 4 * (1 + 40*math.Pow(u, 4)) * (1 + math.Log1p(perWorker)) * n1
+	in := g.inputs(o, queueLen, now)
+	return policy.Vector(&in)
+}
+
+func (g *signals) inputs(o *Outcome, queueLen int, now float64) policy.Inputs {
+	perWorker := float64(queueLen) / float64(g.sc.Workers)
+	z1, z2, z3, z4 := g.r.NormFloat64(), g.r.NormFloat64(), g.r.NormFloat64(), g.r.NormFloat64()
+	mean, high := g.cal.CPUAt(g.win.cpuMean), g.cal.CPUAt(g.win.cpuHigh)
+	blk := g.cal.Idle.BlkioP99Us
+	blkSigma := g.cal.IO[0].BlkioP99Sigma
+	if w := g.win.writers; w > 0 {
+		l := g.cal.IOAt(math.Max(0, w-1))
+		// Below one writer on average the disk was idle part of the window:
+		// blend towards the idle value.
+		f := math.Min(1, w)
+		blk, blkSigma = logLerp(math.Max(blk, 1), l.BlkioP99Us, f), l.BlkioP99Sigma
+	}
 	p50, p99, _ := g.classes[o.Class].Stats()
 	in := policy.Inputs{
 		QueueLen: float64(queueLen), QueueCap: float64(g.queueCap),
@@ -97,13 +152,15 @@ func (g *signals) state(o *Outcome, queueLen int, now float64) policy.State {
 		CostMs:     o.ExpectedMs,
 		ClassP50Ms: p50, ClassP99Ms: p99,
 		AccelMemFill:    0,
-		RunqP50Us:       runqP50,
-		RunqP99Us:       runqP50 * (4 + 6*u) * n2,
+		RunqP50Us:       mean.RunqP50Us * math.Exp(mean.RunqP50Sigma*z1),
+		RunqP99Us:       high.RunqP99Us * math.Exp(high.RunqP99Sigma*z2),
 		AcceptQueueFill: math.Min(1, math.Max(0, (perWorker-2)/16)),
-		BlkioP99Us:      300 * (1 + u) * n3,
-		CPUUtil:         u,
-		RetransFraction: 0.002 * (1 + 2*u) * n4,
+		BlkioP99Us:      blk * math.Exp(blkSigma*z3),
+		CPUUtil:         g.util,
+		RetransFraction: 0.002 * math.Exp(0.5*z4),
 	}
+	// p99 is never below p50 in a histogram.
+	in.RunqP99Us = math.Max(in.RunqP99Us, in.RunqP50Us)
 	nan := math.NaN() // Vector's "unknown": the neutral value
 	if g.missing[srcRunq] {
 		in.RunqP50Us, in.RunqP99Us = nan, nan
@@ -120,7 +177,7 @@ func (g *signals) state(o *Outcome, queueLen int, now float64) policy.State {
 	if g.missing[srcNet] {
 		in.RetransFraction = nan
 	}
-	return policy.Vector(&in)
+	return in
 }
 
 // phase is the reward phase at t seconds: peak when the offered load is
@@ -133,7 +190,7 @@ func (g *signals) phase(tSec float64) Phase {
 	return PhaseSteady
 }
 
-func (g *signals) finished(o *Outcome) { g.classes[o.Class].Add(o.CostMs) }
+func (g *signals) finished(o *Outcome) { g.classes[o.Class].Add(o.ServiceMs()) }
 
 // quantileSorted is the nearest-rank quantile of sorted xs (policy's, so
 // reports and features use one definition).

@@ -24,6 +24,15 @@ type Policy interface {
 	Assign(t *Task, v *NodeView) (level int, key float64, err error)
 }
 
+// Observer is a policy that measures its node as a controller in a
+// service does: it is told when each task starts (its queueing delay is
+// then known) and when it finishes, in the executor's clock (ms). The
+// simulator and the e2e executor both call it, with the same meaning.
+type Observer interface {
+	Started(t *Task, nowMs float64)
+	Finished(t *Task, startMs, nowMs float64)
+}
+
 // Outcome is what happened to one task.
 type Outcome struct {
 	Task
@@ -51,6 +60,17 @@ type Outcome struct {
 // had waited when the run ended (a lower bound).
 func (o *Outcome) LatencyMs() float64 { return o.FinishMs - o.ArrivalMs }
 
+// ServiceMs is how long the task held its worker: its cost stretched by
+// the node's contention (what an upstream reports as service_ms). For a
+// task still in service when the run ended, the time it had held it; 0 for
+// one that never started.
+func (o *Outcome) ServiceMs() float64 {
+	if !o.Started {
+		return 0
+	}
+	return o.FinishMs - o.StartMs
+}
+
 // SimConfig tunes a run. The zero value means defaults.
 type SimConfig struct {
 	// Seed of the arrivals and the signal noise; 0 uses the scenario's.
@@ -64,6 +84,9 @@ type SimConfig struct {
 	// MissingSources is the probability that each kernel-signal source is
 	// absent for the whole run (its features neutral); see newSignals.
 	MissingSources float64
+	// Calibration is what the node's signals and slowdowns are drawn from;
+	// nil uses DefaultCalibration.
+	Calibration *Calibration
 	// OnDecide, when set, is called after each decision; OnFinish after
 	// each finished task, in simulated-time order. They let the trainer
 	// learn while the run goes on.
@@ -96,8 +119,11 @@ func RunTasks(sc *Scenario, tasks []Task, p Policy, cfg SimConfig) ([]Outcome, e
 		out[i] = Outcome{Task: tasks[i]}
 	}
 	s.out = out
-	s.running.out = out
+	s.target = make([]float64, len(out))
+	s.inCPU = phaseHeap{target: s.target, out: out}
+	s.inIO = phaseHeap{target: s.target, out: out}
 	s.queue = newQueue(p, &s.out)
+	s.view.policy = p
 	if err := s.run(p); err != nil {
 		return nil, fmt.Errorf("simulating %s under %s: %w", sc.Name, p.Name(), err)
 	}
@@ -105,15 +131,19 @@ func RunTasks(sc *Scenario, tasks []Task, p Policy, cfg SimConfig) ([]Outcome, e
 }
 
 type simulator struct {
-	sc      *Scenario
-	cfg     SimConfig
-	out     []Outcome
-	queue   queue
-	running runningHeap
-	now     float64
-	sig     *signals
-	view    NodeView
-	workers int
+	sc    *Scenario
+	cfg   SimConfig
+	out   []Outcome
+	queue queue
+	// Tasks in service: in their CPU part or in their I/O part, each
+	// ordered by the virtual time its part ends (target, see node.go).
+	inCPU, inIO phaseHeap
+	target      []float64
+	node        *nodeModel
+	now         float64
+	sig         *signals
+	view        NodeView
+	workers     int
 	// queuedWork is the expected work (ms) queued at each level, for NodeView.
 	queuedWork [policy.NumActions + 1]float64
 }
@@ -123,8 +153,14 @@ func newSimulator(sc *Scenario, cfg SimConfig, seed int64) *simulator {
 	if qc <= 0 {
 		qc = 64 * sc.Workers
 	}
+	cal := cfg.Calibration
+	if cal == nil {
+		cal = DefaultCalibration()
+	}
 	s := &simulator{sc: sc, cfg: cfg, workers: sc.Workers}
-	s.sig = newSignals(sc, qc, seed, cfg.MissingSources)
+	s.node = newNodeModel(sc, cal)
+	s.sig = newSignals(sc, cal, s.node, qc, seed, cfg.MissingSources)
+	s.node.set(0, 0, 0)
 	return s
 }
 
@@ -136,26 +172,31 @@ func (s *simulator) run(p Policy) error {
 	}
 	for {
 		// Completions before arrivals at the same instant: the freed worker
-		// is then available to the arrival.
+		// is then available to the arrival. An interference edge changes
+		// only the speeds.
 		tArr := math.Inf(1)
 		if next < len(s.out) {
 			tArr = s.out[next].ArrivalMs
 		}
-		tFin := math.Inf(1)
-		if s.running.Len() > 0 {
-			tFin = s.out[s.running.h[0]].FinishMs
-		}
+		tCPU, tIO := s.nextEnd(&s.inCPU, &s.node.cpu), s.nextEnd(&s.inIO, &s.node.io)
+		tFin := math.Min(tCPU, tIO)
+		tEdge := s.node.nextEdge(s.now)
 		if math.IsInf(tArr, 1) && math.IsInf(tFin, 1) {
 			break
 		}
-		if math.Min(tArr, tFin) > cutoff {
+		if math.Min(tArr, math.Min(tFin, tEdge)) > cutoff {
 			break
 		}
-		if tFin <= tArr {
-			s.advance(tFin)
-			idx := heap.Pop(&s.running).(int)
-			s.finish(idx)
-		} else {
+		switch {
+		case tEdge < tFin && tEdge < tArr:
+			s.advance(tEdge)
+		case tFin <= tArr && tCPU <= tIO:
+			s.advance(tCPU)
+			s.endCPU(heap.Pop(&s.inCPU).(int))
+		case tFin <= tArr:
+			s.advance(tIO)
+			s.finish(heap.Pop(&s.inIO).(int))
+		default:
 			s.advance(tArr)
 			if err := s.arrive(next, p); err != nil {
 				return err
@@ -163,6 +204,7 @@ func (s *simulator) run(p Policy) error {
 			next++
 		}
 		s.dispatch()
+		s.node.set(s.inCPU.Len(), s.inIO.Len(), s.now)
 	}
 	s.advance(cutoff)
 	for i := range s.out {
@@ -178,14 +220,26 @@ func (s *simulator) run(p Policy) error {
 	return nil
 }
 
+// nextEnd is the wall time at which the first task of h ends its part.
+func (s *simulator) nextEnd(h *phaseHeap, c *vclock) float64 {
+	if h.Len() == 0 {
+		return math.Inf(1)
+	}
+	return c.wallAt(s.target[h.idx[0]], s.now)
+}
+
 func (s *simulator) advance(t float64) {
-	s.sig.advance(t, s.running.Len(), s.workers)
+	s.node.advance(t - s.now)
+	s.sig.advance(t)
 	s.now = t
 }
 
+// busy is the number of workers serving a task.
+func (s *simulator) busy() int { return s.inCPU.Len() + s.inIO.Len() }
+
 func (s *simulator) arrive(i int, p Policy) error {
 	o := &s.out[i]
-	o.State = s.sig.state(o, s.queue.Len()+s.running.Len(), s.now)
+	o.State = s.sig.state(o, s.queue.Len()+s.busy(), s.now)
 	s.view.sim, s.view.Now, s.view.Workers, s.view.State = s, s.now, s.workers, o.State
 	level, key, err := p.Assign(&o.Task, &s.view)
 	if err != nil {
@@ -207,20 +261,41 @@ func (s *simulator) arrive(i int, p Policy) error {
 }
 
 func (s *simulator) dispatch() {
-	for s.running.Len() < s.workers && s.queue.Len() > 0 {
-		idx := s.queue.pop(s.now, LowestLevel(s.running.Len(), s.workers))
+	for s.busy() < s.workers && s.queue.Len() > 0 {
+		idx := s.queue.pop(s.now, LowestLevel(s.busy(), s.workers))
 		if idx < 0 {
 			return
 		}
 		o := &s.out[idx]
 		s.queuedWork[o.Level] -= o.ExpectedMs
 		o.StartMs, o.Started = s.now, true
-		o.FinishMs = s.now + o.CostMs
 		if s.cfg.TrackHarm {
 			o.Harm = s.harmOf(o)
 		}
-		heap.Push(&s.running, idx)
+		if obs, ok := s.view.observer(); ok {
+			obs.Started(&o.Task, s.now)
+		}
+		cpuMs := o.CostMs * (1 - o.IOShare)
+		if cpuMs > 0 {
+			s.target[idx] = s.node.cpu.now(s.now) + cpuMs
+			heap.Push(&s.inCPU, idx)
+			continue
+		}
+		s.target[idx] = s.node.io.now(s.now) + o.CostMs
+		heap.Push(&s.inIO, idx)
 	}
+}
+
+// endCPU moves a task from its CPU part to its I/O part, or finishes it.
+func (s *simulator) endCPU(idx int) {
+	o := &s.out[idx]
+	ioMs := o.CostMs * o.IOShare
+	if ioMs <= 0 {
+		s.finish(idx)
+		return
+	}
+	s.target[idx] = s.node.io.now(s.now) + ioMs
+	heap.Push(&s.inIO, idx)
 }
 
 // harmOf prices what a task takes from the tasks it overtakes by starting
@@ -258,12 +333,16 @@ func (s *simulator) harmOf(o *Outcome) float64 {
 
 func (s *simulator) finish(idx int) {
 	o := &s.out[idx]
+	o.FinishMs = s.now
 	o.Finished = true
 	o.Met = o.FinishMs <= o.DeadlineMs()
 	o.Phase = s.sig.phase(s.now / 1000)
 	o.Util = s.sig.util
 	o.Reward = Reward(o.Phase, o.LatencyMs(), o.SLAMs, o.Met, o.Weight, o.Util)
 	s.sig.finished(o)
+	if obs, ok := s.view.observer(); ok {
+		obs.Finished(&o.Task, o.StartMs, s.now)
+	}
 	if s.cfg.OnFinish != nil {
 		s.cfg.OnFinish(o)
 	}
@@ -274,6 +353,7 @@ func (s *simulator) finish(idx int) {
 // queue itself.
 type NodeView struct {
 	sim     *simulator
+	policy  Policy
 	Now     float64
 	Workers int
 	State   policy.State
@@ -298,9 +378,11 @@ func (v *NodeView) WaitMs(level int) float64 {
 		}
 	})
 	free := v.freeTimes[:0]
-	for _, idx := range v.sim.running.h {
-		o := &v.sim.out[idx]
-		free = append(free, math.Max(0, o.StartMs+o.ExpectedMs-v.Now))
+	for _, h := range [...]*phaseHeap{&v.sim.inCPU, &v.sim.inIO} {
+		for _, idx := range h.idx {
+			o := &v.sim.out[idx]
+			free = append(free, math.Max(0, o.StartMs+o.ExpectedMs-v.Now))
+		}
 	}
 	for len(free) < v.Workers {
 		free = append(free, 0)
@@ -328,27 +410,36 @@ func (v *NodeView) WaitMs(level int) float64 {
 }
 
 // Busy is the number of workers serving a task.
-func (v *NodeView) Busy() int { return v.sim.running.Len() }
+func (v *NodeView) Busy() int { return v.sim.busy() }
 
-// runningHeap is a heap of indices of tasks in service, by finish time.
-type runningHeap struct {
-	h   []int
-	out []Outcome
+// observer is the policy being simulated, when it watches its tasks start
+// and finish (the adaptive controllers do).
+func (v *NodeView) observer() (Observer, bool) {
+	o, ok := v.policy.(Observer)
+	return o, ok
 }
 
-func (r runningHeap) Len() int { return len(r.h) }
-func (r runningHeap) Less(a, b int) bool {
-	x, y := &r.out[r.h[a]], &r.out[r.h[b]]
-	if x.FinishMs != y.FinishMs {
-		return x.FinishMs < y.FinishMs
+// phaseHeap is a heap of indices of tasks in one part of their service,
+// by the virtual time that part ends.
+type phaseHeap struct {
+	idx    []int
+	target []float64
+	out    []Outcome
+}
+
+func (r phaseHeap) Len() int { return len(r.idx) }
+func (r phaseHeap) Less(a, b int) bool {
+	x, y := r.idx[a], r.idx[b]
+	if r.target[x] != r.target[y] {
+		return r.target[x] < r.target[y]
 	}
-	return x.ID < y.ID
+	return r.out[x].ID < r.out[y].ID
 }
-func (r runningHeap) Swap(a, b int) { r.h[a], r.h[b] = r.h[b], r.h[a] }
-func (r *runningHeap) Push(x any)   { r.h = append(r.h, x.(int)) }
-func (r *runningHeap) Pop() any {
-	n := len(r.h) - 1
-	v := r.h[n]
-	r.h = r.h[:n]
+func (r phaseHeap) Swap(a, b int) { r.idx[a], r.idx[b] = r.idx[b], r.idx[a] }
+func (r *phaseHeap) Push(x any)   { r.idx = append(r.idx, x.(int)) }
+func (r *phaseHeap) Pop() any {
+	n := len(r.idx) - 1
+	v := r.idx[n]
+	r.idx = r.idx[:n]
 	return v
 }

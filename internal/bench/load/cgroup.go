@@ -1,0 +1,95 @@
+package load
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// cgroup is a directory of its own in the cgroup v2 hierarchy: the
+// unified mount of a pure v2 machine, or the v2 hierarchy beside v1 on a
+// hybrid one (where it has no controllers but still groups and kills).
+type cgroup struct{ path string }
+
+// v2Roots are where a cgroup v2 hierarchy is mounted, in order of
+// preference.
+var v2Roots = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}
+
+func newCgroup(name string) (*cgroup, error) {
+	for _, root := range v2Roots {
+		if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
+			continue // a v1 hierarchy also has cgroup.procs
+		}
+		sweepStale(root)
+		p := filepath.Join(root, name)
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return nil, fmt.Errorf("creating cgroup %s: %w", p, err)
+		}
+		return &cgroup{path: p}, nil
+	}
+	return nil, errors.New("no cgroup v2 hierarchy mounted")
+}
+
+func (c *cgroup) add(pid int) error {
+	if err := os.WriteFile(filepath.Join(c.path, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		return fmt.Errorf("moving pid %d into %s: %w", pid, c.path, err)
+	}
+	return nil
+}
+
+// kill kills every process in the cgroup (cgroup.kill, Linux 5.14+; older
+// kernels: each pid it lists).
+func (c *cgroup) kill() {
+	if os.WriteFile(filepath.Join(c.path, "cgroup.kill"), []byte("1"), 0o644) == nil {
+		return
+	}
+	b, _ := os.ReadFile(filepath.Join(c.path, "cgroup.procs"))
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
+		}
+	}
+}
+
+// remove removes the (empty) cgroup; the kernel may take a moment to
+// release the killed processes.
+func (c *cgroup) remove() error {
+	var err error
+	for i := 0; i < 50; i++ {
+		if err = os.Remove(c.path); err == nil || os.IsNotExist(err) {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("removing cgroup %s: %w", c.path, err)
+}
+
+// sweepStale removes the cgroups of load groups whose starter is gone (it
+// was killed before it could Close): their processes died with it, and
+// the empty directories would otherwise pile up.
+func sweepStale(root string) {
+	dirs, _ := filepath.Glob(filepath.Join(root, "triage-*"))
+	for _, d := range dirs {
+		f := strings.Split(filepath.Base(d), "-")
+		if len(f) < 4 {
+			continue
+		}
+		pid, err := strconv.Atoi(f[len(f)-2])
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			continue
+		}
+		_ = os.Remove(d) // fails, harmlessly, while it still holds a process
+	}
+}

@@ -1,0 +1,110 @@
+package load
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+)
+
+// Environment of a load child.
+const (
+	envChild = "TRIAGE_LOAD_CHILD" // "spin" or "write"
+	envDuty  = "TRIAGE_LOAD_DUTY"  // spin: fraction of each period spent spinning
+	envDir   = "TRIAGE_LOAD_DIR"   // write: directory of the file
+	envBytes = "TRIAGE_LOAD_BYTES" // write: bytes per fsync'd write
+)
+
+// dutyPeriod is the period of a spinner that is runnable only part of the
+// time: short against the run-queue window, long against a timeslice.
+const dutyPeriod = 10 * time.Millisecond
+
+// writeSpan bounds a writer's file: it rewrites the same span, so a long
+// run does not fill the disk; every write is still fsync'd to the device.
+const writeSpan = 16 << 20
+
+func init() {
+	kind := os.Getenv(envChild)
+	if kind == "" {
+		return
+	}
+	runtime.GOMAXPROCS(1)
+	var err error
+	switch kind {
+	case "spin":
+		err = spin()
+	case "write":
+		err = write()
+	default:
+		err = fmt.Errorf("unknown %s=%q", envChild, kind)
+	}
+	if err == nil {
+		os.Exit(0)
+	}
+	fmt.Fprintln(os.Stderr, "load child:", err)
+	os.Exit(2)
+}
+
+// orphaned reports whether the starter is gone (the child was reparented).
+func orphaned(ppid int) bool { return os.Getppid() != ppid }
+
+func spin() error {
+	duty, err := strconv.ParseFloat(os.Getenv(envDuty), 64)
+	if err != nil || !(duty > 0 && duty <= 1) {
+		return fmt.Errorf("%s must be in (0, 1]: %q", envDuty, os.Getenv(envDuty))
+	}
+	ppid := os.Getppid()
+	on := time.Duration(float64(dutyPeriod) * duty)
+	x := uint64(1)
+	for {
+		start := time.Now()
+		for time.Since(start) < on {
+			for i := 0; i < 4096; i++ {
+				x = x*6364136223846793005 + 1442695040888963407
+			}
+		}
+		if orphaned(ppid) {
+			os.Exit(0)
+		}
+		if duty < 1 {
+			time.Sleep(dutyPeriod - time.Since(start))
+		}
+		if x == 0 { // keeps the loop from being optimised away
+			fmt.Fprint(os.Stderr, "")
+		}
+	}
+}
+
+func write() error {
+	n, err := strconv.Atoi(os.Getenv(envBytes))
+	if err != nil || n <= 0 || n > 64<<20 {
+		return fmt.Errorf("%s must be in (0, 64 MiB]: %q", envBytes, os.Getenv(envBytes))
+	}
+	ppid := os.Getppid()
+	f, err := os.CreateTemp(os.Getenv(envDir), "triage-load-writer-*.dat")
+	if err != nil {
+		return fmt.Errorf("creating the writer's file: %w", err)
+	}
+	name := f.Name()
+	defer os.Remove(name)
+	buf := make([]byte, n)
+	for i := range buf {
+		buf[i] = byte(i*7 + 1) // not zeros: no filesystem can elide them
+	}
+	var off int64
+	for !orphaned(ppid) {
+		if _, err := f.WriteAt(buf, off); err != nil {
+			return fmt.Errorf("writing %s: %w", filepath.Base(name), err)
+		}
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", filepath.Base(name), err)
+		}
+		off += int64(n)
+		if off+int64(n) > writeSpan {
+			off = 0
+		}
+	}
+	return nil
+}

@@ -1,0 +1,291 @@
+package train
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+)
+
+// CalibrationSchema names the layout of a calibration file. A file of
+// another schema is refused rather than guessed at.
+const CalibrationSchema = "triage.calibration.v1"
+
+// ErrBadCalibration wraps every reason a calibration file is refused.
+var ErrBadCalibration = errors.New("bad calibration")
+
+// maxCalibrationBytes bounds what LoadCalibration reads: a calibration is
+// a few kilobytes.
+const maxCalibrationBytes = 1 << 20
+
+// Calibration is what `triage calibrate` measured on a real kernel: how the
+// agent's own signal sources read, and how much real CPU work and real
+// fsync'd I/O slow down, at controlled levels of CPU and disk contention.
+// The simulator draws its kernel features and its tasks' slowdowns from it,
+// so what a policy learns to read is what the agent reads on a real node.
+type Calibration struct {
+	Schema  string      `json:"schema"`
+	Machine MachineInfo `json:"machine"`
+	// Idle is the node with no load from the calibration.
+	Idle IdleLevel `json:"idle"`
+	// CPU rows are in increasing ThreadsPerCPU, IO rows in increasing Writers.
+	CPU []CPULevel `json:"cpu"`
+	IO  []IOLevel  `json:"io"`
+}
+
+// MachineInfo says where and how a calibration was measured.
+type MachineInfo struct {
+	CPUs       int    `json:"cpus"`
+	Kernel     string `json:"kernel"`
+	MeasuredAt string `json:"measured_at"`
+	// Sources names the source of each signal ("ebpf", "procfs", ...), as
+	// the agent reported it during the measurement.
+	Sources map[string]string `json:"sources"`
+	// WriteBytes is the size of one fsync'd write (64 KiB, as the
+	// scenario's io writers).
+	WriteBytes int `json:"write_bytes"`
+	// WindowS is the span of each measured percentile (the agent's window).
+	WindowS float64 `json:"window_s"`
+}
+
+// IdleLevel is the node at rest.
+type IdleLevel struct {
+	RunqP50Us  float64 `json:"runq_p50_us"`
+	RunqP99Us  float64 `json:"runq_p99_us"`
+	BlkioP99Us float64 `json:"blkio_p99_us"` // 0: no block I/O completed in the window
+	CPUUtil    float64 `json:"cpu_util"`
+}
+
+// CPULevel is one level of CPU contention: ThreadsPerCPU always-runnable
+// threads per CPU (the probe that measures the slowdown among them).
+type CPULevel struct {
+	ThreadsPerCPU float64 `json:"threads_per_cpu"`
+	RunqP50Us     float64 `json:"runq_p50_us"`
+	RunqP99Us     float64 `json:"runq_p99_us"`
+	// Sigmas are the standard deviations of the log of each window's value
+	// at this level: the noise the simulator draws.
+	RunqP50Sigma float64 `json:"runq_p50_sigma"`
+	RunqP99Sigma float64 `json:"runq_p99_sigma"`
+	CPUUtil      float64 `json:"cpu_util"`
+	// Slowdown is the wall time of a fixed amount of CPU work divided by
+	// its CPU time: how much longer a task's CPU part takes at this level.
+	Slowdown float64 `json:"slowdown"`
+}
+
+// IOLevel is one level of disk contention: Writers fsync'd writers beside
+// the probe that measures the slowdown.
+type IOLevel struct {
+	Writers       int     `json:"writers"`
+	BlkioP99Us    float64 `json:"blkio_p99_us"`
+	BlkioP99Sigma float64 `json:"blkio_p99_sigma"`
+	// WriteMs is the mean time of the probe's write+fsync of WriteBytes.
+	WriteMs float64 `json:"write_ms"`
+	// Slowdown is WriteMs over the uncontended level's (Writers 0).
+	Slowdown float64 `json:"slowdown"`
+}
+
+//go:embed calibration/default.json
+var defaultCalibration []byte
+
+// DefaultCalibration is the calibration committed with the project,
+// measured by `triage calibrate` on the development machine
+// (docs/calibration.md).
+func DefaultCalibration() *Calibration {
+	c, err := ParseCalibration(defaultCalibration)
+	if err != nil {
+		panic("train: the embedded default calibration is invalid: " + err.Error())
+	}
+	return c
+}
+
+// LoadCalibration reads and validates a calibration file.
+func LoadCalibration(path string) (*Calibration, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening calibration: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCalibrationBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading calibration %s: %w", path, err)
+	}
+	c, err := ParseCalibration(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseCalibration decodes a calibration strictly and validates it.
+func ParseCalibration(b []byte) (*Calibration, error) {
+	if len(b) > maxCalibrationBytes {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrBadCalibration, maxCalibrationBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var c Calibration
+	if err := dec.Decode(&c); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: truncated (%v)", ErrBadCalibration, err)
+		}
+		return nil, fmt.Errorf("%w: %v", ErrBadCalibration, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrBadCalibration)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func badCal(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadCalibration}, args...)...)
+}
+
+// Validate checks the schema and that the tables can be interpolated.
+func (c *Calibration) Validate() error {
+	if c.Schema != CalibrationSchema {
+		return badCal("schema %q, this build reads %q", c.Schema, CalibrationSchema)
+	}
+	if c.Machine.CPUs < 1 {
+		return badCal("machine.cpus must be at least 1, got %d", c.Machine.CPUs)
+	}
+	if len(c.CPU) < 2 {
+		return badCal("cpu: %d levels, need at least 2", len(c.CPU))
+	}
+	if len(c.IO) < 2 {
+		return badCal("io: %d levels, need at least 2", len(c.IO))
+	}
+	nonneg := func(name string, vs ...float64) error {
+		for _, v := range vs {
+			if !finite(v) || v < 0 {
+				return badCal("%s must be a non-negative number, got %v", name, v)
+			}
+		}
+		return nil
+	}
+	if err := nonneg("idle", c.Idle.RunqP50Us, c.Idle.RunqP99Us, c.Idle.BlkioP99Us, c.Idle.CPUUtil); err != nil {
+		return err
+	}
+	for i, l := range c.CPU {
+		name := fmt.Sprintf("cpu[%d]", i)
+		if err := nonneg(name, l.RunqP50Us, l.RunqP99Us, l.RunqP50Sigma, l.RunqP99Sigma, l.CPUUtil); err != nil {
+			return err
+		}
+		if !finite(l.ThreadsPerCPU) || l.ThreadsPerCPU <= 0 {
+			return badCal("%s.threads_per_cpu must be positive, got %v", name, l.ThreadsPerCPU)
+		}
+		if i > 0 && l.ThreadsPerCPU <= c.CPU[i-1].ThreadsPerCPU {
+			return badCal("%s: threads_per_cpu must increase", name)
+		}
+		if !finite(l.Slowdown) || l.Slowdown < 0.5 {
+			return badCal("%s.slowdown must be at least 0.5, got %v", name, l.Slowdown)
+		}
+	}
+	for i, l := range c.IO {
+		name := fmt.Sprintf("io[%d]", i)
+		if err := nonneg(name, l.BlkioP99Us, l.BlkioP99Sigma, l.WriteMs); err != nil {
+			return err
+		}
+		if l.Writers < 0 || (i > 0 && l.Writers <= c.IO[i-1].Writers) {
+			return badCal("%s: writers must be non-negative and increase, got %d", name, l.Writers)
+		}
+		if !finite(l.Slowdown) || l.Slowdown < 0.5 {
+			return badCal("%s.slowdown must be at least 0.5, got %v", name, l.Slowdown)
+		}
+	}
+	if c.IO[0].Writers != 0 || c.IO[0].WriteMs <= 0 {
+		return badCal("io[0] must be the uncontended level (writers 0) with a positive write_ms")
+	}
+	return nil
+}
+
+// CPUAt is the CPU level at load threads-per-CPU, interpolated: latencies
+// log-log between measured levels (run-queue latency grows by orders of
+// magnitude), slowdown and utilisation linearly. Below the first level it
+// blends towards Idle; above the last, latency and slowdown grow in
+// proportion to the load (a fair scheduler's share shrinks as 1/load).
+func (c *Calibration) CPUAt(load float64) CPULevel {
+	lv := c.CPU
+	first, last := lv[0], lv[len(lv)-1]
+	switch {
+	case !(load > 0):
+		return CPULevel{RunqP50Us: c.Idle.RunqP50Us, RunqP99Us: c.Idle.RunqP99Us,
+			RunqP50Sigma: first.RunqP50Sigma, RunqP99Sigma: first.RunqP99Sigma, CPUUtil: c.Idle.CPUUtil, Slowdown: 1}
+	case load <= first.ThreadsPerCPU:
+		f := load / first.ThreadsPerCPU
+		out := first
+		out.ThreadsPerCPU = load
+		out.RunqP50Us = lerp(c.Idle.RunqP50Us, first.RunqP50Us, f)
+		out.RunqP99Us = lerp(c.Idle.RunqP99Us, first.RunqP99Us, f)
+		out.CPUUtil = lerp(c.Idle.CPUUtil, first.CPUUtil, f)
+		out.Slowdown = lerp(1, first.Slowdown, f)
+		return out
+	case load >= last.ThreadsPerCPU:
+		f := load / last.ThreadsPerCPU
+		out := last
+		out.ThreadsPerCPU = load
+		out.RunqP50Us *= f
+		out.RunqP99Us *= f
+		out.Slowdown *= f
+		return out
+	}
+	i := sort.Search(len(lv), func(i int) bool { return lv[i].ThreadsPerCPU >= load })
+	a, b := lv[i-1], lv[i]
+	f := (load - a.ThreadsPerCPU) / (b.ThreadsPerCPU - a.ThreadsPerCPU)
+	fl := math.Log(load/a.ThreadsPerCPU) / math.Log(b.ThreadsPerCPU/a.ThreadsPerCPU)
+	return CPULevel{
+		ThreadsPerCPU: load,
+		RunqP50Us:     logLerp(a.RunqP50Us, b.RunqP50Us, fl),
+		RunqP99Us:     logLerp(a.RunqP99Us, b.RunqP99Us, fl),
+		RunqP50Sigma:  lerp(a.RunqP50Sigma, b.RunqP50Sigma, f),
+		RunqP99Sigma:  lerp(a.RunqP99Sigma, b.RunqP99Sigma, f),
+		CPUUtil:       lerp(a.CPUUtil, b.CPUUtil, f),
+		Slowdown:      lerp(a.Slowdown, b.Slowdown, f),
+	}
+}
+
+// IOAt is the disk level with writers concurrent fsync'd writers besides
+// the one asking (fractional counts interpolate; above the last level the
+// slowdown and latency grow in proportion to the writers sharing the disk).
+func (c *Calibration) IOAt(writers float64) IOLevel {
+	lv := c.IO
+	last := lv[len(lv)-1]
+	if writers <= 0 {
+		return lv[0]
+	}
+	if writers >= float64(last.Writers) {
+		f := (writers + 1) / float64(last.Writers+1)
+		out := last
+		out.BlkioP99Us *= f
+		out.WriteMs *= f
+		out.Slowdown *= f
+		return out
+	}
+	i := sort.Search(len(lv), func(i int) bool { return float64(lv[i].Writers) >= writers })
+	a, b := lv[i-1], lv[i]
+	f := (writers - float64(a.Writers)) / float64(b.Writers-a.Writers)
+	return IOLevel{
+		BlkioP99Us:    logLerp(a.BlkioP99Us, b.BlkioP99Us, f),
+		BlkioP99Sigma: lerp(a.BlkioP99Sigma, b.BlkioP99Sigma, f),
+		WriteMs:       lerp(a.WriteMs, b.WriteMs, f),
+		Slowdown:      lerp(a.Slowdown, b.Slowdown, f),
+	}
+}
+
+func lerp(a, b, f float64) float64 { return a + (b-a)*f }
+
+// logLerp interpolates between positive a and b in log space; a zero end
+// falls back to linear.
+func logLerp(a, b, f float64) float64 {
+	if a <= 0 || b <= 0 {
+		return lerp(a, b, f)
+	}
+	return a * math.Pow(b/a, f)
+}

@@ -1,0 +1,124 @@
+package train
+
+import (
+	"math"
+	"slices"
+)
+
+// The node around the executor in the simulator (scenario format v2).
+//
+// A task's cost is its service time on an uncontended node, split into a
+// CPU part, then a synchronous I/O part (Class.IOShare of it). Every task in
+// its CPU part is one runnable thread on the node's CPUs, beside the
+// interference's neighbour threads; every task in its I/O part is one
+// fsync'ing writer on the disk, beside the neighbour writers. How much each
+// part stretches at a given contention is what `triage calibrate` measured
+// on a real kernel (Calibration): a runnable thread with a CPU to itself
+// runs at full speed; beyond one per CPU the measured slowdown applies.
+//
+// All the tasks in one part share one speed at any moment (a fair
+// scheduler, equal nice values), so each part keeps a virtual clock that
+// advances at that speed, and a task's part ends when its clock has
+// advanced by the part's work: the order of completions within a part never
+// changes, so one heap per part orders them.
+
+// vclock is a virtual clock v(t) = t − lag: it advances at speed (≤ 1) of
+// wall time. Kept as a lag, so that on a node that never slows down the
+// virtual times equal the wall times exactly, and a v1 scenario runs as it
+// did before the node existed.
+type vclock struct {
+	lag   float64
+	speed float64
+}
+
+func (c *vclock) now(t float64) float64 { return t - c.lag }
+
+func (c *vclock) advance(dt float64) {
+	if c.speed != 1 {
+		c.lag += dt * (1 - c.speed)
+	}
+}
+
+// wallAt is when the clock reaches target if the speed holds from t on.
+func (c *vclock) wallAt(target, t float64) float64 {
+	if c.speed == 1 {
+		return target + c.lag
+	}
+	return max(t, t+(target-c.now(t))/c.speed)
+}
+
+// nodeModel is the contention on the simulated node and the speeds it
+// gives the executor's tasks.
+type nodeModel struct {
+	sc   *Scenario
+	cal  *Calibration
+	cpus float64
+	// edges are the interference's start and end times (ms), sorted: the
+	// speeds change there.
+	edges []float64
+
+	cpu, io vclock
+	// Counts since the last change: executor tasks in each part, and the
+	// neighbours.
+	nCPU, nIO        int
+	threads, writers int
+	cpuSlow, ioSlow  float64 // the slowdowns the speeds come from
+}
+
+func newNodeModel(sc *Scenario, cal *Calibration) *nodeModel {
+	n := &nodeModel{sc: sc, cal: cal, cpus: float64(sc.NodeCPUs())}
+	for _, e := range sc.Interference {
+		n.edges = append(n.edges, e.AtS*1000, (e.AtS+e.ForS)*1000)
+	}
+	slices.Sort(n.edges)
+	n.cpu.speed, n.io.speed, n.cpuSlow, n.ioSlow = 1, 1, 1, 1
+	return n
+}
+
+// nextEdge is the first interference edge after t (ms), or +Inf.
+func (n *nodeModel) nextEdge(t float64) float64 {
+	i, _ := slices.BinarySearch(n.edges, math.Nextafter(t, math.Inf(1)))
+	if i < len(n.edges) {
+		return n.edges[i]
+	}
+	return math.Inf(1)
+}
+
+func (n *nodeModel) advance(dt float64) {
+	n.cpu.advance(dt)
+	n.io.advance(dt)
+}
+
+// set records the counts from time t (ms) on and recomputes the speeds.
+func (n *nodeModel) set(nCPU, nIO int, t float64) {
+	n.nCPU, n.nIO = nCPU, nIO
+	n.threads, n.writers = n.sc.NeighbourLoad(t / 1000)
+	n.cpuSlow = n.cpuSlowdown(float64(nCPU + n.threads))
+	n.ioSlow = n.ioSlowdown(float64(nIO - 1 + n.writers))
+	n.cpu.speed, n.io.speed = 1/n.cpuSlow, 1/n.ioSlow
+}
+
+// cpuLoad is the runnable threads per CPU.
+func (n *nodeModel) cpuLoad() float64 { return float64(n.nCPU+n.threads) / n.cpus }
+
+// diskWriters is the fsync'ing writers on the disk, tasks and neighbours.
+func (n *nodeModel) diskWriters() int { return n.nIO + n.writers }
+
+// cpuSlowdown is how much a task's CPU part stretches with runnable
+// threads on the node: 1 while each has a CPU to itself.
+func (n *nodeModel) cpuSlowdown(runnable float64) float64 {
+	load := runnable / n.cpus
+	if load <= 1 || n.cal == nil {
+		return 1
+	}
+	return max(1, n.cal.CPUAt(load).Slowdown)
+}
+
+// ioSlowdown is how much a task's I/O part stretches with others writers
+// on the disk besides it.
+func (n *nodeModel) ioSlowdown(others float64) float64 {
+	if others <= 0 || n.cal == nil {
+		return 1
+	}
+	return max(1, n.cal.IOAt(others).Slowdown)
+}
