@@ -128,7 +128,7 @@ func (ReserveRule) Assign(t *Task, _ *NodeView) (int, float64, error) {
 
 // Baselines returns every baseline for sc, in report order.
 func Baselines(sc *Scenario) []Policy {
-	return []Policy{FIFO{}, EDF{}, SJF{}, NewStaticClass(sc), SlackRule{}, ReserveRule{}}
+	return append([]Policy{FIFO{}, EDF{}, SJF{}, NewStaticClass(sc), SlackRule{}, ReserveRule{}}, Controllers()...)
 }
 
 // DeciderPolicy puts a policy.Decider (an ONNX Runtime session or the plain

@@ -114,6 +114,9 @@ func RunTasks(sc *Scenario, tasks []Task, p Policy, cfg SimConfig) ([]Outcome, e
 		seed = sc.Seed
 	}
 	s := newSimulator(sc, cfg, seed)
+	if r, ok := p.(Resetter); ok {
+		r.Reset()
+	}
 	out := make([]Outcome, len(tasks))
 	for i := range tasks {
 		out[i] = Outcome{Task: tasks[i]}

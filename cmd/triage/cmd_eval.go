@@ -25,11 +25,13 @@ func runEval(args []string) error {
 	seeds := fs.Int("seeds", 1, "average every metric over this many arrival seeds: the scenario's own (or --seed), then 1000, 2000, ...")
 	device := fs.String("device", "cpu", "ONNX Runtime device: auto, cpu or cuda")
 	lib := fs.String("onnxruntime-lib", "", "ONNX Runtime shared library (default: $TRIAGE_ONNXRUNTIME_LIB, then the cache)")
+	generated := fs.Int("generated", 0, "also evaluate this many generated scenarios (train.Generate), and print their summary")
+	genSeed := fs.Int64("gen-seed", 1, "seed of the generated scenarios")
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return helpIsNotAnError(err)
 	}
-	if len(scenarios) == 0 {
+	if len(scenarios) == 0 && *generated == 0 {
 		return errors.New("no --scenario given")
 	}
 	cfg := policy.Config{Device: *device, LibraryPath: *lib}
@@ -47,11 +49,17 @@ func runEval(args []string) error {
 	fmt.Printf("model %s on %s\n\n", sess.Version(), sess.Device())
 
 	var lines [][]byte
+	var all []*train.Scenario
 	for _, f := range scenarios {
 		sc, err := train.LoadScenario(f)
 		if err != nil {
 			return err
 		}
+		all = append(all, sc)
+	}
+	all = append(all, train.Generate(*genSeed, *generated, train.GenConfig{})...)
+	var sum summary
+	for _, sc := range all {
 		dqn := &train.DeciderPolicy{Label: "dqn", Decider: sess}
 		list := train.SeedList(*seeds)
 		list[0] = *seed
@@ -59,6 +67,7 @@ func runEval(args []string) error {
 		if err != nil {
 			return err
 		}
+		sum.add(ev)
 		if *seeds > 1 {
 			fmt.Printf("(means over %d arrival seeds)\n", *seeds)
 		}
@@ -90,10 +99,46 @@ func runEval(args []string) error {
 			lines = append(lines, b)
 		}
 	}
+	if len(all) > 1 {
+		sum.write(os.Stdout)
+	}
 	for _, l := range lines {
 		fmt.Println(string(l))
 	}
 	return nil
+}
+
+// summary is the mean of each policy's metrics over many scenarios.
+type summary struct {
+	order []string
+	att   map[string]float64
+	wins  map[string]int
+	n     int
+}
+
+func (s *summary) add(ev *train.Evaluation) {
+	if s.att == nil {
+		s.order, s.att, s.wins = ev.Order, map[string]float64{}, map[string]int{}
+	}
+	best := -1.0
+	for _, n := range ev.Order {
+		s.att[n] += ev.Policies[n].SLAAttainment
+		best = max(best, ev.Policies[n].SLAAttainment)
+	}
+	for _, n := range ev.Order {
+		if ev.Policies[n].SLAAttainment >= best-1e-9 {
+			s.wins[n]++
+		}
+	}
+	s.n++
+}
+
+func (s *summary) write(w *os.File) {
+	fmt.Fprintf(w, "### mean over %d scenarios\n\n| policy | mean SLA attainment | best on |\n| --- | ---: | ---: |\n", s.n)
+	for _, n := range s.order {
+		fmt.Fprintf(w, "| %s | %.4f | %d |\n", n, s.att[n]/float64(s.n), s.wins[n])
+	}
+	fmt.Fprintln(w)
 }
 
 func trimSVG(p string) string {

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/triage-agent/triage/internal/bench/calibrate"
+	"github.com/triage-agent/triage/train"
+)
+
+func init() {
+	register("calibrate", "measure how this machine's kernel signals and task slowdowns respond to CPU and disk contention", runCalibrate)
+}
+
+func runCalibrate(args []string) error {
+	fs := newFlagSet("calibrate", "run controlled CPU and disk loads, read the agent's signal sources and the slowdown of real work under each, and write a calibration file for the simulator (needs the machine to itself; about 3 minutes)")
+	out := fs.String("out", "", "write the calibration here (default: standard output)")
+	dir := fs.String("dir", os.TempDir(), "directory for the fsync'd writers: on the disk whose latency matters")
+	quick := fs.Bool("quick", false, "three levels of each kind and short windows (a smoke test, not a calibration)")
+	noBPF := fs.Bool("no-ebpf", false, "read every signal from procfs")
+	addConfigFlag(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return helpIsNotAnError(err)
+	}
+	cfg := calibrate.Config{Dir: *dir, NoBPF: *noBPF, Progress: func(s string) { fmt.Fprintln(os.Stderr, "measuring", s) }}
+	if *quick {
+		cfg.CPULevels, cfg.IOLevels, cfg.Windows = []float64{0.5, 1, 2}, []int{0, 1, 2}, 2
+		cfg.Settle = 1500e6
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cal, err := calibrate.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	writeCalibrationTable(os.Stderr, cal)
+	b, err := json.MarshalIndent(cal, "", " ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if *out == "" {
+		_, err = os.Stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(*out, b, 0o644)
+}
+
+// writeCalibrationTable prints what was measured, one row per level.
+func writeCalibrationTable(w *os.File, cal *train.Calibration) {
+	fmt.Fprintf(w, "\n%d CPUs, kernel %s, sources %v\n", cal.Machine.CPUs, cal.Machine.Kernel, cal.Machine.Sources)
+	fmt.Fprintf(w, "idle: run-queue p50 %.1f µs, p99 %.1f µs; block-I/O p99 %.0f µs; CPU %.2f\n",
+		cal.Idle.RunqP50Us, cal.Idle.RunqP99Us, cal.Idle.BlkioP99Us, cal.Idle.CPUUtil)
+	fmt.Fprintln(w, "threads/CPU  runq p50 µs  runq p99 µs  CPU   slowdown")
+	for _, l := range cal.CPU {
+		fmt.Fprintf(w, "%11.2f  %11.1f  %11.1f  %.2f  %8.2f\n", l.ThreadsPerCPU, l.RunqP50Us, l.RunqP99Us, l.CPUUtil, l.Slowdown)
+	}
+	fmt.Fprintln(w, "writers  blkio p99 µs  write+fsync ms  slowdown")
+	for _, l := range cal.IO {
+		fmt.Fprintf(w, "%7d  %11.0f  %14.2f  %8.2f\n", l.Writers, l.BlkioP99Us, l.WriteMs, l.Slowdown)
+	}
+}
