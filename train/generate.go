@@ -94,8 +94,18 @@ func drawScenario(r *rand.Rand, name string, seed int64, cfg GenConfig) *Scenari
 	// Offered load relative to what the node can serve: CPUs or workers,
 	// whichever is fewer (format v1: workers).
 	capacity := float64(min(sc.Workers, sc.NodeCPUs()))
-	rho := logUniform(r, 0.35, 1.6)
+	rho := logUniform(r, 0.3, 1.4)
 	rate := rho * capacity * 1000 / sc.MeanCostMs()
+	// Keep an episode to a few thousand tasks: a faster stream of smaller
+	// tasks is the same workload on another time scale, so stretch the
+	// classes' costs and SLAs instead of simulating more arrivals.
+	if rate > genMaxRate {
+		stretch := rate / genMaxRate
+		for i := range sc.Classes {
+			sc.Classes[i].stretch(stretch)
+		}
+		rate = genMaxRate
+	}
 	sc.Arrival = Arrival{Process: "poisson", RatePerS: math.Round(rate*100) / 100}
 	switch u := r.Float64(); {
 	case u < 0.2:
@@ -113,7 +123,7 @@ func drawScenario(r *rand.Rand, name string, seed int64, cfg GenConfig) *Scenari
 		for e := 1 + r.IntN(3); e > 0; e-- {
 			ep := Episode{AtS: math.Round(r.Float64() * 0.8 * sc.DurationS), ForS: math.Round(5 + r.Float64()*0.4*sc.DurationS)}
 			if r.Float64() < 0.55 {
-				ep.Kind, ep.Threads = InterferenceCPU, 1+r.IntN(2*cpus)
+				ep.Kind, ep.Threads = InterferenceCPU, 1+r.IntN(max(1, 3*cpus/2))
 			} else {
 				ep.Kind, ep.Writers = InterferenceIO, 1+r.IntN(16)
 			}
@@ -123,14 +133,27 @@ func drawScenario(r *rand.Rand, name string, seed int64, cfg GenConfig) *Scenari
 	return sc
 }
 
+// genMaxRate caps a generated scenario's base arrival rate (tasks/s).
+const genMaxRate = 250
+
+// stretch multiplies the class's SLA and every cost by f.
+func (c *Class) stretch(f float64) {
+	c.SLAMs = math.Round(c.SLAMs * f)
+	for _, p := range []*float64{c.CostMs.Median, c.CostMs.P99, c.CostMs.Mean_, c.CostMs.Min, c.CostMs.Value} {
+		if p != nil {
+			*p = math.Round(*p*f*100) / 100
+		}
+	}
+}
+
 func drawClass(r *rand.Rand, i int, v2 bool) Class {
 	sla := math.Round(logUniform(r, 5, 5000))
-	median := math.Max(0.2, sla/logUniform(r, 1.5, 60))
+	median := math.Max(0.2, sla/logUniform(r, 2.5, 60))
 	c := Class{Name: fmt.Sprintf("c%d", i), SLAMs: sla}
 	f := func(x float64) *float64 { x = math.Round(x*100) / 100; return &x }
 	switch r.IntN(4) {
 	case 0, 1:
-		c.CostMs = Dist{Kind: "lognormal", Median: f(median), P99: f(median * logUniform(r, 1.5, 8))}
+		c.CostMs = Dist{Kind: "lognormal", Median: f(median), P99: f(median * logUniform(r, 1.5, 6))}
 	case 2:
 		c.CostMs = Dist{Kind: "exponential", Mean_: f(median / math.Ln2)}
 	default:

@@ -27,9 +27,17 @@ func runEval(args []string) error {
 	lib := fs.String("onnxruntime-lib", "", "ONNX Runtime shared library (default: $TRIAGE_ONNXRUNTIME_LIB, then the cache)")
 	generated := fs.Int("generated", 0, "also evaluate this many generated scenarios (train.Generate), and print their summary")
 	genSeed := fs.Int64("gen-seed", 1, "seed of the generated scenarios")
+	tune := fs.String("tune", "", "search the parameters of a controller (codel-lifo, shed-pi, gradient2, or all) on the scenarios instead of evaluating (docs/controllers.md)")
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return helpIsNotAnError(err)
+	}
+	if *tune != "" {
+		all, err := loadScenarios(scenarios)
+		if err != nil {
+			return err
+		}
+		return runTune(*tune, append(all, train.Generate(*genSeed, *generated, train.GenConfig{})...))
 	}
 	if len(scenarios) == 0 && *generated == 0 {
 		return errors.New("no --scenario given")
@@ -160,6 +168,43 @@ func writeEvalPlot(path string, ev *train.Evaluation) error {
 	doc := fmt.Sprintf(`<svg xmlns="http://www.w3.org/2000/svg" width="640" height="520"><g>%s</g><g transform="translate(0 260)">%s</g></svg>`+"\n", a, g)
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 		return fmt.Errorf("writing plot: %w", err)
+	}
+	return nil
+}
+
+func loadScenarios(files []string) ([]*train.Scenario, error) {
+	var out []*train.Scenario
+	for _, f := range files {
+		sc, err := train.LoadScenario(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+// runTune prints each searched controller's grid, best first.
+func runTune(which string, scenarios []*train.Scenario) error {
+	grids := train.ControllerGrids()
+	names := []string{which}
+	if which == "all" {
+		names = train.ControllerNames
+	}
+	for _, n := range names {
+		grid, ok := grids[n]
+		if !ok {
+			return fmt.Errorf("--tune %q: not a controller (%v)", n, train.ControllerNames)
+		}
+		res, err := train.Tune(scenarios, grid)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("### %s: %d settings on %d scenarios\n\n| setting | mean SLA attainment | mean goodput (/s) |\n| --- | ---: | ---: |\n", n, len(grid), len(scenarios))
+		for _, r := range res {
+			fmt.Printf("| %s | %.4f | %.2f |\n", r.Label, r.SLAAttainment, r.GoodputPerS)
+		}
+		fmt.Println()
 	}
 	return nil
 }

@@ -1,0 +1,106 @@
+package train
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+)
+
+// The controllers' parameters are chosen by a documented search on
+// generated scenarios (never the files results are reported on): every
+// candidate of a grid runs on the same arrivals of every scenario, and the
+// candidate with the best mean SLA attainment wins (docs/controllers.md
+// has the grids and the results).
+
+// Candidate is one parameter setting of a controller.
+type Candidate struct {
+	Label string
+	New   func() Policy
+}
+
+// TuneResult is one candidate's score.
+type TuneResult struct {
+	Label         string
+	SLAAttainment float64 // mean over the scenarios
+	GoodputPerS   float64
+}
+
+// Tune scores every candidate on every scenario (its own seed) and returns
+// them best first. Scenarios run in parallel, candidates in order.
+func Tune(scenarios []*Scenario, cands []Candidate) ([]TuneResult, error) {
+	res := make([]TuneResult, len(cands))
+	for i, c := range cands {
+		res[i].Label = c.Label
+	}
+	var mu sync.Mutex
+	var firstErr error
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for _, sc := range scenarios {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			tasks := sc.Arrivals(sc.Seed)
+			for i, c := range cands {
+				out, err := RunTasks(sc, tasks, c.New(), SimConfig{})
+				if err != nil {
+					mu.Lock()
+					firstErr = fmt.Errorf("tuning %s on %s: %w", c.Label, sc.Name, err)
+					mu.Unlock()
+					return
+				}
+				m := Summarise(sc, out)
+				mu.Lock()
+				res[i].SLAAttainment += m.SLAAttainment / float64(len(scenarios))
+				res[i].GoodputPerS += m.GoodputPerS / float64(len(scenarios))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	sort.SliceStable(res, func(a, b int) bool { return res[a].SLAAttainment > res[b].SLAAttainment })
+	return res, nil
+}
+
+// ControllerGrids are the searched grids of each controller.
+func ControllerGrids() map[string][]Candidate {
+	urgent := []float64{20, 50, 100, 200}
+	g := map[string][]Candidate{}
+	for _, u := range urgent {
+		for _, target := range []float64{1, 2, 5, 10, 20} {
+			for _, interval := range []float64{50, 100, 200} {
+				p := CoDelLIFOParams{tiers: tiers{UrgentMs: u}, TargetMs: target, IntervalMs: interval}
+				g["codel-lifo"] = append(g["codel-lifo"], Candidate{
+					Label: fmt.Sprintf("urgent=%g target=%g interval=%g", u, target, interval),
+					New:   func() Policy { return NewCoDelLIFO(p) }})
+			}
+		}
+		for _, target := range []float64{2, 5, 10, 20, 50} {
+			for _, gains := range [][2]float64{{0.2, 0.05}, {0.5, 0.2}, {1, 0.5}} {
+				p := DefaultShedPI
+				p.UrgentMs, p.TargetMs, p.Kp, p.Ki = u, target, gains[0], gains[1]
+				g["shed-pi"] = append(g["shed-pi"], Candidate{
+					Label: fmt.Sprintf("urgent=%g target=%g kp=%g ki=%g", u, target, gains[0], gains[1]),
+					New:   func() Policy { return NewShedPI(p) }})
+			}
+		}
+		for _, tol := range []float64{1.2, 1.5, 2} {
+			for _, q := range []float64{1, 4} {
+				for _, initial := range []float64{4, 20} {
+					p := DefaultGradient2
+					p.UrgentMs, p.Tolerance, p.QueueSize, p.InitialLimit = u, tol, q, initial
+					g["gradient2"] = append(g["gradient2"], Candidate{
+						Label: fmt.Sprintf("urgent=%g tolerance=%g queue=%g initial=%g", u, tol, q, initial),
+						New:   func() Policy { return NewGradient2(p) }})
+				}
+			}
+		}
+	}
+	return g
+}
