@@ -180,7 +180,7 @@ func TestProfilerCgroupFilter(t *testing.T) {
 	}
 	// The spinner dies with the test binary too, so a test killed by
 	// -timeout leaves no busy loop behind.
-	spinner, err := proc.StartSpinners(1)
+	spinner, err := proc.StartLoad(proc.LoadConfig{Spinners: 1, Name: "profiler-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestProfilerCgroupFilter(t *testing.T) {
 		os.Remove(leaf)
 		os.Remove(parent)
 	})
-	child := spinner.Pids()[0]
+	child := spinner.PIDs()[0]
 	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(fmt.Sprint(child)), 0o644); err != nil {
 		t.Fatalf("moving child into cgroup: %v", err)
 	}

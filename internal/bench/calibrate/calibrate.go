@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/triage-agent/triage/agent/signals"
-	"github.com/triage-agent/triage/internal/bench/load"
+	"github.com/triage-agent/triage/internal/bench/proc"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/train"
 )
@@ -93,7 +93,7 @@ func Run(ctx context.Context, cfg Config) (*train.Calibration, error) {
 	cal := &train.Calibration{Schema: train.CalibrationSchema, Machine: m.machine()}
 
 	cfg.Progress("idle")
-	idle, err := m.level(ctx, load.Config{}, nil)
+	idle, err := m.level(ctx, proc.LoadConfig{}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -197,9 +197,9 @@ func logSigma(xs []float64) float64 {
 
 // level runs lc and the probe (nil: none), lets them settle, reads the
 // signals once a second, and stops them.
-func (m *measurer) level(ctx context.Context, lc load.Config, probe func(stop <-chan struct{}) ([]float64, error)) (*readings, error) {
+func (m *measurer) level(ctx context.Context, lc proc.LoadConfig, probe func(stop <-chan struct{}) ([]float64, error)) (*readings, error) {
 	lc.Nice, lc.Dir, lc.Name = m.cfg.Nice, m.cfg.Dir, "calibrate"
-	g, err := load.Start(lc)
+	g, err := proc.StartLoad(lc)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
@@ -251,7 +251,7 @@ func (m *measurer) level(ctx context.Context, lc load.Config, probe func(stop <-
 func (m *measurer) cpuLevel(ctx context.Context, perCPU float64) (train.CPULevel, error) {
 	threads := perCPU * float64(m.cpus)
 	p := cpuProbe{nice: m.cfg.Nice, duty: math.Min(1, threads), jobCPU: 5 * time.Millisecond}
-	r, err := m.level(ctx, load.Config{Spinners: math.Max(0, threads-1)}, p.run)
+	r, err := m.level(ctx, proc.LoadConfig{Spinners: math.Max(0, threads-1)}, p.run)
 	if err != nil {
 		return train.CPULevel{}, err
 	}
@@ -270,7 +270,7 @@ func (m *measurer) cpuLevel(ctx context.Context, perCPU float64) (train.CPULevel
 // ioLevel measures writers fsync'ing writers beside the probe.
 func (m *measurer) ioLevel(ctx context.Context, writers int) (train.IOLevel, error) {
 	p := ioProbe{dir: m.cfg.Dir, size: writeBytes}
-	r, err := m.level(ctx, load.Config{Writers: writers, WriteBytes: writeBytes}, p.run)
+	r, err := m.level(ctx, proc.LoadConfig{Writers: writers, WriteBytes: writeBytes}, p.run)
 	if err != nil {
 		return train.IOLevel{}, err
 	}
@@ -295,4 +295,3 @@ func zeroIfNaN(x float64) float64 {
 	}
 	return x
 }
-

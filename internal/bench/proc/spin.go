@@ -1,8 +1,9 @@
-// Package proc starts and watches processes for benchmarks and tests: CPU
-// spinners (threads of this process, or processes that never outlive it)
-// and a process's CPU time and memory. It depends on the standard library
-// only, so that tests of bpf, agent/signals and agent/profiling can use it
-// without linking ONNX Runtime through policy.
+// Package proc starts and watches processes for benchmarks, tests and the
+// calibration: CPU spinners (threads of this process), controlled loads
+// (spinners and fsync'ing writers as processes that never outlive their
+// starter: Load), and a process's CPU time and memory. It depends on the
+// standard library and x/sys only, so that tests of bpf, agent/signals and
+// agent/profiling can use it without linking ONNX Runtime through policy.
 package proc
 
 import (

@@ -119,7 +119,7 @@ func runChild(hz int, offCPU bool, duration, window time.Duration) (Row, error) 
 
 func runOnce(hz int, offCPU bool, duration, window time.Duration, ncpu int) (Row, error) {
 	row := Row{Hz: hz, OffCPU: offCPU}
-	load, err := proc.StartSpinners(ncpu)
+	load, err := proc.StartLoad(proc.LoadConfig{Spinners: float64(ncpu), Name: "profiler-bench"})
 	if err != nil {
 		return row, fmt.Errorf("starting load: %w", err)
 	}

@@ -1,4 +1,4 @@
-package load
+package proc
 
 import (
 	"fmt"
@@ -43,7 +43,7 @@ func init() {
 	if err == nil {
 		os.Exit(0)
 	}
-	fmt.Fprintln(os.Stderr, "load child:", err)
+	fmt.Fprintln(os.Stderr, "proc load child:", err)
 	os.Exit(2)
 }
 
