@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/triage-agent/triage/internal/bench/e2e"
 	"github.com/triage-agent/triage/policy"
@@ -29,7 +30,8 @@ func runBenchE2E(args []string) error {
 	concurrency := fs.Int("concurrency", 32, "decide calls in flight at once")
 	noEBPF := fs.Bool("no-ebpf", false, "run the agent without eBPF (procfs signals, no profiler)")
 	cpuTime := fs.Bool("cpu-time", false, "count a task's cost as its worker's CPU time instead of wall time (oversubscribed machines then serve slower)")
-	baseline := fs.String("baseline", "reserve-rule", "hand-written rule to run on the same real workers, between FIFO and the agent: reserve-rule, static-class or none")
+	baseline := fs.String("baseline", "reserve-rule", "in-process baselines to run on the same real workers after FIFO, comma-separated, \"all\" or \"none\": "+strings.Join(e2e.BaselineNames, ", "))
+	ioDir := fs.String("io-dir", os.TempDir(), "where a format-v2 scenario's tasks and neighbour writers write (a directory on the disk whose contention matters)")
 	keep := fs.String("keep-dir", "", "keep the agent's experience log and flame graphs here (\"\": a temporary directory, removed)")
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -44,7 +46,7 @@ func runBenchE2E(args []string) error {
 	}
 	rep, err := e2e.Bench(context.Background(), e2e.BenchConfig{
 		Scenario: sc, Seed: *seed, TimeScale: *scale, CPUTime: *cpuTime, Baseline: *baseline,
-		AgentBin: *agentBin, Model: *model, NoEBPF: *noEBPF, DecideConcurrency: *concurrency, KeepDir: *keep,
+		AgentBin: *agentBin, Model: *model, NoEBPF: *noEBPF, DecideConcurrency: *concurrency, KeepDir: *keep, IODir: *ioDir,
 		OnRun: func(r *e2e.Result) { fmt.Println(r) },
 	})
 	if err != nil {

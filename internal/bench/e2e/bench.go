@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/triage-agent/triage/client"
@@ -22,9 +23,9 @@ type BenchConfig struct {
 	Seed      int64   // of the arrivals; 0: the scenario's
 	TimeScale float64 // wall seconds per scenario second; 0: min(1, 25/duration)
 	CPUTime   bool    // a task's cost is its worker's CPU time, not wall time
-	// Baseline is the hand-written rule run on the same real workers
-	// between FIFO and the agent: reserve-rule or static-class; "" or
-	// "none" runs none.
+	// Baseline names the in-process baselines run on the same real
+	// workers after FIFO and before the agent, comma-separated, or "all"
+	// (BaselineNames); "" or "none" runs none.
 	Baseline          string
 	AgentBin          string // the triage binary to run the agent with; "": this one
 	Model             string // the agent's model; "": its embedded default
@@ -33,6 +34,8 @@ type BenchConfig struct {
 	// KeepDir keeps the agent's experience log and flame graphs; "": a
 	// temporary directory, removed.
 	KeepDir string
+	// IODir is where a format-v2 scenario's tasks and neighbours write.
+	IODir string
 	// OnRun, when set, receives each run as it finishes: FIFO, the rule,
 	// the agent.
 	OnRun func(*Result)
@@ -41,7 +44,8 @@ type BenchConfig struct {
 // Report is the whole bench: the runs, their evaluation table and what
 // the agent process cost.
 type Report struct {
-	FIFO, Rule, Agent *Result // Rule is nil when no baseline ran
+	FIFO, Agent *Result
+	Rules       []*Result // the in-process baselines, in run order
 	Evaluation        *train.Evaluation
 	Stats             AgentStats
 }
@@ -68,42 +72,32 @@ type AgentStats struct {
 	LateStarts        int     `json:"late_starts"`
 }
 
-// Bench runs a scenario's arrivals on real CPU work: FIFO, then the
-// baseline rule, then with priorities from a triage agent over QUIC. The
-// agent is a separate `triage agent` process (every probe and the
+// Bench runs a scenario's arrivals on real work: FIFO, then each
+// in-process baseline, then with priorities from a triage agent over QUIC.
+// The agent is a separate `triage agent` process (every probe and the
 // flame-graph recorder on), so its CPU time and memory are its own and
-// measurable; FIFO and the rule run before the agent starts, so they do
-// not pay for the agent's probes.
+// measurable; it is up for every run, so every run pays the same CPU for
+// its probes.
 func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 	sc := c.Scenario
 	if sc == nil {
 		return nil, ErrNoScenario
 	}
-	var rule train.Policy
-	if c.Baseline != "" && c.Baseline != "none" {
-		var err error
-		if rule, err = Baseline(c.Baseline, sc); err != nil {
-			return nil, err
-		}
+	rules, err := Baselines(c.Baseline, sc)
+	if err != nil {
+		return nil, err
 	}
 	onRun := func(r *Result) {
 		if c.OnRun != nil {
 			c.OnRun(r)
 		}
 	}
-	rep := &Report{}
-	var err error
-	if rep.FIFO, err = Run(ctx, Config{Scenario: sc, Seed: c.Seed, TimeScale: c.TimeScale, CPUTime: c.CPUTime}); err != nil {
-		return nil, fmt.Errorf("FIFO run: %w", err)
+	// Refuse a node this machine cannot give before anything runs.
+	if nd, err := newNode(sc, c.IODir); err != nil {
+		return nil, err
+	} else {
+		nd.close()
 	}
-	onRun(rep.FIFO)
-	if rule != nil {
-		if rep.Rule, err = Run(ctx, Config{Scenario: sc, Seed: c.Seed, TimeScale: c.TimeScale, CPUTime: c.CPUTime, Rule: rule}); err != nil {
-			return nil, fmt.Errorf("%s run: %w", c.Baseline, err)
-		}
-		onRun(rep.Rule)
-	}
-
 	dir := c.KeepDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "triage-e2e-"); err != nil {
@@ -120,6 +114,22 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		return nil, err
 	}
 	defer ag.stop()
+	base := Config{Scenario: sc, Seed: c.Seed, TimeScale: c.TimeScale, CPUTime: c.CPUTime, IODir: c.IODir}
+	rep := &Report{}
+	if rep.FIFO, err = Run(ctx, base); err != nil {
+		return nil, fmt.Errorf("FIFO run: %w", err)
+	}
+	onRun(rep.FIFO)
+	for _, rule := range rules {
+		cfg := base
+		cfg.Rule = rule
+		res, err := Run(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%s run: %w", rule.Name(), err)
+		}
+		rep.Rules = append(rep.Rules, res)
+		onRun(res)
+	}
 	cl, err := client.Dial(ctx, ag.quicAddr, client.Config{PinSHA256: ag.fingerprint, ServerName: "localhost"})
 	if err != nil {
 		return nil, fmt.Errorf("dialing the agent: %w", err)
@@ -128,7 +138,9 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 
 	u0, _ := proc.ReadUsage(ag.pid)
 	t0 := time.Now()
-	res, err := Run(ctx, Config{Scenario: sc, Seed: c.Seed, TimeScale: c.TimeScale, CPUTime: c.CPUTime, Agent: cl, DecideConcurrency: c.DecideConcurrency, IDBase: uint64(time.Now().UnixNano()) &^ 0xffffffff})
+	acfg := base
+	acfg.Agent, acfg.DecideConcurrency, acfg.IDBase = cl, c.DecideConcurrency, uint64(time.Now().UnixNano())&^0xffffffff
+	res, err := Run(ctx, acfg)
 	if err != nil {
 		return nil, fmt.Errorf("agent run: %w", err)
 	}
@@ -145,9 +157,9 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 	}
 
 	ev := &train.Evaluation{Scenario: sc.Name, Order: []string{"fifo"}, Policies: map[string]train.Metrics{"fifo": rep.FIFO.Metrics, "agent": res.Metrics}}
-	if rep.Rule != nil {
-		ev.Order = append(ev.Order, rep.Rule.Label)
-		ev.Policies[rep.Rule.Label] = rep.Rule.Metrics
+	for _, r := range rep.Rules {
+		ev.Order = append(ev.Order, r.Label)
+		ev.Policies[r.Label] = r.Metrics
 	}
 	ev.Order = append(ev.Order, "agent")
 	rep.Evaluation = ev
@@ -192,14 +204,48 @@ func (r *Report) JSON() ([]byte, error) {
 
 func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
 
-// Baseline is a hand-written rule that decides from the task alone, as the
-// executor's Rule must.
-func Baseline(name string, sc *train.Scenario) (train.Policy, error) {
+// BaselineNames are the baselines that run inside the executor, in run
+// order: every baseline of train.Baselines that decides from the task and
+// its own measurements (slack-rule reads the simulator's queue, which the
+// real executor does not expose, so it runs in the simulator only).
+var BaselineNames = append([]string{"edf", "sjf", "static-class", "reserve-rule"}, train.ControllerNames...)
+
+// Baselines parses --baseline: names separated by commas, "all", or ""
+// / "none" for none. Each is a fresh instance.
+func Baselines(spec string, sc *train.Scenario) ([]train.Policy, error) {
+	if spec == "" || spec == "none" {
+		return nil, nil
+	}
+	names := strings.Split(spec, ",")
+	if spec == "all" {
+		names = BaselineNames
+	}
+	var out []train.Policy
+	for _, n := range names {
+		p, err := baseline(strings.TrimSpace(n), sc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func baseline(name string, sc *train.Scenario) (train.Policy, error) {
 	switch name {
-	case "reserve-rule":
-		return train.ReserveRule{}, nil
+	case "edf":
+		return train.EDF{}, nil
+	case "sjf":
+		return train.SJF{}, nil
 	case "static-class":
 		return train.NewStaticClass(sc), nil
+	case "reserve-rule":
+		return train.ReserveRule{}, nil
 	}
-	return nil, fmt.Errorf("--baseline %q: want reserve-rule, static-class or none", name)
+	for _, p := range train.Controllers() {
+		if p.Name() == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("--baseline %q: want all, none, or some of %s", name, strings.Join(BaselineNames, ", "))
 }

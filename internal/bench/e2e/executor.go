@@ -43,10 +43,12 @@ type Config struct {
 	// Agent, when set, decides each task's priority (the agent policy);
 	// nil serves FIFO.
 	Agent Agent
-	// Rule, when set and Agent is not, decides each task's priority at
-	// arrival inside the executor, with no network: a hand-written
-	// baseline run on the same real workers as the agent. It must not read
-	// the NodeView (ReserveRule and StaticClass do not).
+	// Rule, when set and Agent is not, decides each task's priority (and
+	// its key within the level) at arrival inside the executor, with no
+	// network: a baseline run on the same real workers as the agent. It
+	// must not read the NodeView (the rules and controllers of
+	// e2e.Baselines do not); a train.Observer is told of each start and
+	// finish, as in the simulator.
 	Rule train.Policy
 	// Label names the policy in the results; default "agent", the rule's
 	// name, or "fifo".
@@ -66,6 +68,10 @@ type Config struct {
 	// IDBase is added to task ids on the wire, so runs that share an agent
 	// never reuse an id.
 	IDBase uint64
+	// IODir is where a format-v2 scenario's tasks do their I/O and its
+	// neighbour writers write (default os.TempDir()): a directory on the
+	// disk whose contention matters.
+	IODir string
 }
 
 // Result is one run.
@@ -96,6 +102,8 @@ type run struct {
 	scale  float64
 	start  time.Time
 	outs   []train.Outcome
+	node   *node
+	ruleMu sync.Mutex // serialises calls into cfg.Rule
 	mu     sync.Mutex
 	cond   *sync.Cond
 	queue  *train.Queue // the executor contract; guarded by mu
@@ -106,10 +114,29 @@ type run struct {
 	doneCh chan struct{}
 	report chan *wire.Outcome
 	res    Result
+	errMu  sync.Mutex
+	errs   []error
+	cancel context.CancelFunc // ends the run early, on a worker's error
 }
 
 // fifo is whether this run serves FIFO (no agent, no rule).
 func (r *run) fifo() bool { return r.cfg.Agent == nil && r.cfg.Rule == nil }
+
+// keyOrdered is whether the queue serves strictly by (level, key): FIFO
+// and the whole-queue disciplines (EDF, SJF).
+func (r *run) keyOrdered() bool {
+	_, ok := r.cfg.Rule.(train.KeyOrdered)
+	return r.fifo() || (r.cfg.Agent == nil && ok)
+}
+
+// observer is the rule when it watches its tasks start and finish.
+func (r *run) observer() train.Observer {
+	if r.cfg.Agent != nil {
+		return nil
+	}
+	o, _ := r.cfg.Rule.(train.Observer)
+	return o
+}
 
 func (r *run) nowMs() float64 { return float64(time.Since(r.start).Nanoseconds()) / 1e6 }
 
@@ -146,16 +173,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			cfg.Label = "fifo"
 		}
 	}
-	r := &run{cfg: cfg, sc: sc, tasks: sc.Arrivals(seed), scale: scale, doneCh: make(chan struct{}), report: make(chan *wire.Outcome, 4096)}
+	nd, err := newNode(sc, cfg.IODir)
+	if err != nil {
+		return nil, err
+	}
+	defer nd.close()
+	if res, ok := cfg.Rule.(train.Resetter); ok && cfg.Agent == nil {
+		res.Reset()
+	}
+	r := &run{cfg: cfg, sc: sc, tasks: sc.Arrivals(seed), scale: scale, node: nd, doneCh: make(chan struct{}), report: make(chan *wire.Outcome, 4096)}
 	r.cond = sync.NewCond(&r.mu)
 	r.outs = make([]train.Outcome, len(r.tasks))
 	for i := range r.tasks {
 		r.outs[i] = train.Outcome{Task: r.tasks[i]}
 	}
-	// The simulator's queue, in simulated milliseconds: FIFO is one level
-	// keyed by arrival; the agent's priorities get the whole contract
+	// The simulator's queue, in simulated milliseconds: FIFO (and EDF,
+	// SJF) serve strictly by key; priorities get the whole contract
 	// (levels, deadline order, the late-work rule, the background tier).
-	r.queue = train.NewQueue(&r.outs, r.fifo())
+	r.queue = train.NewQueue(&r.outs, r.keyOrdered())
 	r.res = Result{Label: cfg.Label, TimeScale: scale}
 	if len(r.tasks) == 0 {
 		r.res.Metrics = train.Summarise(sc, r.outs)
@@ -168,6 +203,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	r.cancel = cancel
 
 	// A spinning worker holds a Go P for as long as it runs: give the
 	// process enough Ps that the workers never starve the dispatcher, the
@@ -178,6 +214,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer runtime.GOMAXPROCS(prevProcs)
 
 	r.start = time.Now()
+	stopNeighbours := make(chan struct{})
+	neighbours := make(chan error, 1)
+	go func() { neighbours <- nd.play(sc, scale, max(cfg.WorkerNice, 0), r.start, stopNeighbours) }()
 	var wg sync.WaitGroup
 	for w := 0; w < sc.Workers; w++ {
 		wg.Add(1)
@@ -199,6 +238,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	case <-ctx.Done():
 	}
 	r.stop.Store(true)
+	close(stopNeighbours)
 	r.mu.Lock()
 	r.closed = true
 	r.cond.Broadcast()
@@ -207,6 +247,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	close(r.report)
 	reporterWG.Wait()
 	r.res.Wall = time.Since(r.start)
+	if err := errors.Join(r.workerErr(), <-neighbours); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -274,7 +317,7 @@ func (r *run) dispatch(ctx context.Context) []time.Duration {
 						lat = append(lat, d)
 					}
 					latMu.Unlock()
-					r.enqueue(i, level)
+					r.enqueue(i, level, t.DeadlineMs())
 				}
 			}()
 		}
@@ -293,9 +336,10 @@ func (r *run) dispatch(ctx context.Context) []time.Duration {
 		case jobs != nil:
 			jobs <- i
 		case r.cfg.Rule != nil:
-			r.enqueue(i, r.ruleLevel(i))
+			level, key := r.ruleLevel(i)
+			r.enqueue(i, level, key)
 		default:
-			r.enqueue(i, 0)
+			r.enqueue(i, 0, r.tasks[i].ArrivalMs)
 		}
 	}
 	if jobs != nil {
@@ -306,30 +350,32 @@ func (r *run) dispatch(ctx context.Context) []time.Duration {
 	return lat
 }
 
-func (r *run) enqueue(i, level int) {
+func (r *run) enqueue(i, level int, key float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return
 	}
 	o := &r.outs[i]
-	o.Level, o.Key = level, o.ArrivalMs
-	if !r.fifo() {
-		o.Key = o.DeadlineMs()
+	o.Level, o.Key = level, key
+	if math.IsNaN(key) {
+		o.Key = math.Inf(1)
 	}
 	r.queue.Push(i)
 	r.cond.Signal()
 }
 
-// ruleLevel asks cfg.Rule for task i's priority; an error or an
+// ruleLevel asks cfg.Rule for task i's priority and key; an error or an
 // out-of-range answer serves it at the lowest level, as for the agent.
-func (r *run) ruleLevel(i int) int {
-	level, _, err := r.cfg.Rule.Assign(&r.tasks[i], &train.NodeView{})
+func (r *run) ruleLevel(i int) (int, float64) {
+	r.ruleMu.Lock()
+	level, key, err := r.cfg.Rule.Assign(&r.tasks[i], &train.NodeView{})
+	r.ruleMu.Unlock()
 	if err != nil || level < 0 || level > 4 {
 		r.res.DecideErrors++
-		return 0
+		return 0, r.tasks[i].DeadlineMs()
 	}
-	return level
+	return level, key
 }
 
 // simNowMs is the run's clock in simulated milliseconds, the queue's unit.
@@ -342,8 +388,14 @@ func (r *run) next() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for !r.closed {
-		if i := r.queue.Pop(r.simNowMs(), r.busy, r.sc.Workers); i >= 0 {
+		now := r.simNowMs()
+		if i := r.queue.Pop(now, r.busy, r.sc.Workers); i >= 0 {
 			r.busy++
+			if obs := r.observer(); obs != nil {
+				r.ruleMu.Lock()
+				obs.Started(&r.tasks[i], now)
+				r.ruleMu.Unlock()
+			}
 			return i
 		}
 		r.cond.Wait()
@@ -366,40 +418,96 @@ func (r *run) finished() int {
 // worker serves the queue on its own OS thread until the run stops.
 func (r *run) worker() {
 	runtime.LockOSThread()
-	// The thread is niced for good: it exits with the goroutine rather than
-	// going back to the pool.
+	// The thread is niced (and pinned) for good: it exits with the
+	// goroutine rather than going back to the pool.
 	if n := r.cfg.WorkerNice; n > 0 {
 		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), n)
+	}
+	if err := r.node.pin(); err != nil {
+		r.fail(fmt.Errorf("e2e: pinning a worker to the node's CPUs: %w", err))
+		return
+	}
+	var file *taskFile
+	if r.node.dir != "" {
+		var err error
+		if file, err = newTaskFile(r.node.dir); err != nil {
+			r.fail(err)
+			return
+		}
+		defer file.close()
 	}
 	for {
 		idx := r.next()
 		if idx < 0 {
-			if r.cfg.WorkerNice <= 0 {
-				runtime.UnlockOSThread()
-			}
 			return
 		}
 		o := &r.outs[idx]
 		startMs := r.nowMs()
-		ok := burn(time.Duration(o.CostMs*r.scale*float64(time.Millisecond)), r.cfg.CPUTime, &r.stop)
+		ok, err := r.serve(o, file)
 		finMs := r.nowMs()
 		busy := r.finished()
+		if err != nil {
+			r.fail(err)
+			return
+		}
 		if !ok {
 			continue // the run ended mid-task: it stays unfinished; the loop sees closed
 		}
-		o.StartMs, o.FinishMs = startMs/r.scale, finMs/r.scale
+		o.StartMs, o.FinishMs, o.Started = startMs/r.scale, finMs/r.scale, true
 		o.Finished = true
 		o.Met = o.FinishMs <= o.DeadlineMs()
 		o.Phase = phaseAt(r.sc, o.FinishMs/1000)
 		o.Util = float64(busy) / float64(r.sc.Workers)
 		o.Reward = train.Reward(o.Phase, o.LatencyMs(), o.SLAMs, o.Met, o.Weight, o.Util)
+		if obs := r.observer(); obs != nil {
+			r.ruleMu.Lock()
+			obs.Finished(&r.tasks[idx], o.StartMs, o.FinishMs)
+			r.ruleMu.Unlock()
+		}
 		if r.cfg.Agent != nil {
-			r.report <- &wire.Outcome{Id: r.cfg.IDBase + uint64(idx) + 1, LatencyMs: float32(o.LatencyMs()), SlaMet: o.Met, ServiceMs: float32(o.FinishMs - o.StartMs)}
+			r.report <- &wire.Outcome{Id: r.cfg.IDBase + uint64(idx) + 1, LatencyMs: float32(o.LatencyMs()), SlaMet: o.Met, ServiceMs: float32(o.ServiceMs())}
 		}
 		if r.done.Add(1) == int64(len(r.tasks)) {
 			close(r.doneCh)
 		}
 	}
+}
+
+// serve runs task o on the calling worker thread: its cost as CPU work
+// (v1: wall or CPU time, Config.CPUTime), or on a format-v2 node its CPU
+// part as CPU time and its I/O part as fsync'd writes. It returns false
+// when the run stopped first.
+func (r *run) serve(o *train.Outcome, file *taskFile) (bool, error) {
+	ms := func(x float64) time.Duration { return time.Duration(x * r.scale * float64(time.Millisecond)) }
+	if !r.sc.HasNode() {
+		return burn(ms(o.CostMs), r.cfg.CPUTime, &r.stop), nil
+	}
+	if !burn(ms(o.CostMs*(1-o.IOShare)), true, &r.stop) {
+		return false, nil
+	}
+	for n := r.node.writes(o.CostMs * o.IOShare * r.scale); n > 0; n-- {
+		if r.stop.Load() {
+			return false, nil
+		}
+		if err := file.write(); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// fail records a worker's error and stops the run.
+func (r *run) fail(err error) {
+	r.errMu.Lock()
+	r.errs = append(r.errs, err)
+	r.errMu.Unlock()
+	r.cancel()
+}
+
+func (r *run) workerErr() error {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	return errors.Join(r.errs...)
 }
 
 // reporter sends finished outcomes to the agent in small batches.

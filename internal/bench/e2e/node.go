@@ -1,0 +1,213 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/triage-agent/triage/internal/bench/proc"
+	"github.com/triage-agent/triage/train"
+)
+
+// The node of a format-v2 scenario, played for real: the workers run on
+// node.cpus of the machine's CPUs (a CPU set), a task's CPU part is CPU
+// time of its worker and its I/O part real writes of 64 KiB, each fsync'd,
+// to a file of its worker's on the disk of IODir, and the interference
+// episodes are real neighbours (proc.Load: spinners at the workers' nice,
+// writers on the same disk) started and stopped on the scenario's clock.
+// Contention then slows tasks as it does on a real node, which is what the
+// calibration measured and the simulator follows.
+
+// ErrTooManyCPUs reports a scenario whose node has more CPUs than this
+// machine: real execution can only give it the CPUs there are.
+var ErrTooManyCPUs = errors.New("e2e: the scenario's node has more CPUs than this machine")
+
+// ioWriteBytes is the size of one fsync'd write of a task's I/O part.
+const ioWriteBytes = 64 << 10
+
+// node is the played node of one run.
+type node struct {
+	cpus    []int   // the CPU set of workers and neighbours; nil: all
+	dir     string  // where the workers' files are
+	writeMs float64 // one uncontended write+fsync, measured at the start
+	mu      sync.Mutex
+	loads   []*proc.Load
+}
+
+// newNode checks sc's node against this machine and prepares it: the CPU
+// set, and when any class does I/O, the directory and the time of one
+// uncontended write (the unit a task's I/O part is counted in).
+func newNode(sc *train.Scenario, dir string) (*node, error) {
+	n := &node{}
+	if !sc.HasNode() {
+		return n, nil
+	}
+	cpus := sc.NodeCPUs()
+	if have := runtime.NumCPU(); cpus > have {
+		return nil, fmt.Errorf("%w: node.cpus %d, this machine has %d (scale the scenario down to run it for real)", ErrTooManyCPUs, cpus, have)
+	} else if cpus < have {
+		for c := 0; c < cpus; c++ {
+			n.cpus = append(n.cpus, c)
+		}
+	}
+	io := false
+	for i := range sc.Classes {
+		io = io || sc.Classes[i].IOShare > 0
+	}
+	for _, e := range sc.Interference {
+		io = io || e.Writers > 0
+	}
+	if !io {
+		return n, nil
+	}
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	d, err := os.MkdirTemp(dir, "triage-e2e-io-")
+	if err != nil {
+		return nil, fmt.Errorf("e2e: the tasks' I/O directory: %w", err)
+	}
+	n.dir = d
+	if n.writeMs, err = measureWrite(d); err != nil {
+		n.close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// measureWrite is the median time of 40 uncontended write+fsyncs.
+func measureWrite(dir string) (float64, error) {
+	w, err := newTaskFile(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer w.close()
+	var ms []float64
+	for i := 0; i < 40; i++ {
+		t0 := time.Now()
+		if err := w.write(); err != nil {
+			return 0, err
+		}
+		ms = append(ms, float64(time.Since(t0))/float64(time.Millisecond))
+	}
+	slices.Sort(ms)
+	return ms[len(ms)/2], nil
+}
+
+// pin puts the calling (locked) thread on the node's CPU set.
+func (n *node) pin() error {
+	if len(n.cpus) == 0 {
+		return nil
+	}
+	var set unix.CPUSet
+	for _, c := range n.cpus {
+		set.Set(c)
+	}
+	return unix.SchedSetaffinity(0, &set)
+}
+
+// writes is the number of fsync'd writes that stand for ioMs of
+// uncontended I/O (at least one for any I/O at all).
+func (n *node) writes(ioMs float64) int {
+	if ioMs <= 0 || n.writeMs <= 0 {
+		return 0
+	}
+	return max(1, int(math.Round(ioMs/n.writeMs)))
+}
+
+// play starts and stops sc's interference on the run's clock (wall
+// seconds per scenario second: scale) until stop closes; the neighbours
+// run at nice, on the node's CPUs, writing on its disk.
+func (n *node) play(sc *train.Scenario, scale float64, nice int, start time.Time, stop <-chan struct{}) error {
+	type edge struct {
+		at    time.Time
+		start bool
+		ep    int
+	}
+	var edges []edge
+	for i, e := range sc.Interference {
+		at := start.Add(time.Duration(e.AtS * scale * float64(time.Second)))
+		edges = append(edges, edge{at, true, i}, edge{at.Add(time.Duration(e.ForS * scale * float64(time.Second))), false, i})
+	}
+	slices.SortStableFunc(edges, func(a, b edge) int { return a.at.Compare(b.at) })
+	running := make([]*proc.Load, len(sc.Interference))
+	defer func() {
+		for _, l := range running {
+			_ = l.Close()
+		}
+	}()
+	for _, e := range edges {
+		select {
+		case <-stop:
+			return nil
+		case <-time.After(time.Until(e.at)):
+		}
+		if !e.start {
+			err := running[e.ep].Close()
+			running[e.ep] = nil
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		ep := sc.Interference[e.ep]
+		l, err := proc.StartLoad(proc.LoadConfig{Spinners: float64(ep.Threads), Writers: ep.Writers,
+			Dir: n.dir, WriteBytes: ioWriteBytes, Nice: nice, CPUs: n.cpus, Name: "neighbour"})
+		if err != nil {
+			return fmt.Errorf("e2e: interference %d (%s): %w", e.ep, ep.Kind, err)
+		}
+		running[e.ep] = l
+	}
+	<-stop
+	return nil
+}
+
+func (n *node) close() {
+	if n.dir != "" {
+		_ = os.RemoveAll(n.dir)
+	}
+}
+
+// taskFile is one worker's file for its tasks' I/O parts.
+type taskFile struct {
+	f   *os.File
+	buf []byte
+	off int64
+}
+
+func newTaskFile(dir string) (*taskFile, error) {
+	f, err := os.CreateTemp(dir, "worker-*.dat")
+	if err != nil {
+		return nil, fmt.Errorf("e2e: a worker's file: %w", err)
+	}
+	buf := make([]byte, ioWriteBytes)
+	for i := range buf {
+		buf[i] = byte(i*11 + 3)
+	}
+	return &taskFile{f: f, buf: buf}, nil
+}
+
+// write writes 64 KiB and fsyncs it, rewriting a bounded span.
+func (w *taskFile) write() error {
+	if _, err := w.f.WriteAt(w.buf, w.off); err != nil {
+		return fmt.Errorf("e2e: task write: %w", err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("e2e: task fsync: %w", err)
+	}
+	w.off = (w.off + ioWriteBytes) % (8 << 20)
+	return nil
+}
+
+func (w *taskFile) close() {
+	name := w.f.Name()
+	_ = w.f.Close()
+	_ = os.Remove(name)
+}
