@@ -237,6 +237,9 @@ func (c *Calibration) CPUAt(load float64) CPULevel {
 		return out
 	}
 	i := sort.Search(len(lv), func(i int) bool { return lv[i].ThreadsPerCPU >= load })
+	if lv[i].ThreadsPerCPU == load {
+		return lv[i]
+	}
 	a, b := lv[i-1], lv[i]
 	f := (load - a.ThreadsPerCPU) / (b.ThreadsPerCPU - a.ThreadsPerCPU)
 	fl := math.Log(load/a.ThreadsPerCPU) / math.Log(b.ThreadsPerCPU/a.ThreadsPerCPU)
@@ -269,6 +272,9 @@ func (c *Calibration) IOAt(writers float64) IOLevel {
 		return out
 	}
 	i := sort.Search(len(lv), func(i int) bool { return float64(lv[i].Writers) >= writers })
+	if float64(lv[i].Writers) == writers {
+		return lv[i]
+	}
 	a, b := lv[i-1], lv[i]
 	f := (writers - float64(a.Writers)) / float64(b.Writers-a.Writers)
 	return IOLevel{

@@ -25,11 +25,11 @@ type Policy interface {
 }
 
 // Observer is a policy that measures its node as a controller in a
-// service does: it is told when each task starts (its queueing delay is
-// then known) and when it finishes, in the executor's clock (ms). The
-// simulator and the e2e executor both call it, with the same meaning.
+// service does: it is told of each finished task, when it started and when
+// it finished, in the executor's clock (ms). The simulator, the e2e
+// executor and the agent's guard (from reported outcomes) all call it with
+// the same meaning.
 type Observer interface {
-	Started(t *Task, nowMs float64)
 	Finished(t *Task, startMs, nowMs float64)
 }
 
@@ -274,9 +274,6 @@ func (s *simulator) dispatch() {
 		o.StartMs, o.Started = s.now, true
 		if s.cfg.TrackHarm {
 			o.Harm = s.harmOf(o)
-		}
-		if obs, ok := s.view.observer(); ok {
-			obs.Started(&o.Task, s.now)
 		}
 		cpuMs := o.CostMs * (1 - o.IOShare)
 		if cpuMs > 0 {

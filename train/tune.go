@@ -2,6 +2,8 @@ package train
 
 import (
 	"fmt"
+
+	"github.com/triage-agent/triage/policy/control"
 	"runtime"
 	"sort"
 	"sync"
@@ -70,34 +72,31 @@ func Tune(scenarios []*Scenario, cands []Candidate) ([]TuneResult, error) {
 
 // ControllerGrids are the searched grids of each controller.
 func ControllerGrids() map[string][]Candidate {
-	urgent := []float64{20, 50, 100, 200}
 	g := map[string][]Candidate{}
-	for _, u := range urgent {
+	add := func(name, label string, c func() control.Controller) {
+		g[name] = append(g[name], Candidate{Label: label, New: func() Policy { return Controller{c()} }})
+	}
+	for _, u := range []float64{20, 50, 100, 200} {
+		tiers := control.Tiers{UrgentMs: u}
 		for _, target := range []float64{1, 2, 5, 10, 20} {
 			for _, interval := range []float64{50, 100, 200} {
-				p := CoDelLIFOParams{tiers: tiers{UrgentMs: u}, TargetMs: target, IntervalMs: interval}
-				g["codel-lifo"] = append(g["codel-lifo"], Candidate{
-					Label: fmt.Sprintf("urgent=%g target=%g interval=%g", u, target, interval),
-					New:   func() Policy { return NewCoDelLIFO(p) }})
+				p := control.CoDelLIFOParams{Tiers: tiers, TargetMs: target, IntervalMs: interval}
+				add("codel-lifo", fmt.Sprintf("urgent=%g target=%g interval=%g", u, target, interval), func() control.Controller { return control.NewCoDelLIFO(p) })
 			}
 		}
 		for _, target := range []float64{2, 5, 10, 20, 50} {
 			for _, gains := range [][2]float64{{0.2, 0.05}, {0.5, 0.2}, {1, 0.5}} {
-				p := DefaultShedPI
-				p.UrgentMs, p.TargetMs, p.Kp, p.Ki = u, target, gains[0], gains[1]
-				g["shed-pi"] = append(g["shed-pi"], Candidate{
-					Label: fmt.Sprintf("urgent=%g target=%g kp=%g ki=%g", u, target, gains[0], gains[1]),
-					New:   func() Policy { return NewShedPI(p) }})
+				p := control.DefaultShedPI
+				p.Tiers, p.TargetMs, p.Kp, p.Ki = tiers, target, gains[0], gains[1]
+				add("shed-pi", fmt.Sprintf("urgent=%g target=%g kp=%g ki=%g", u, target, gains[0], gains[1]), func() control.Controller { return control.NewShedPI(p) })
 			}
 		}
 		for _, tol := range []float64{1.2, 1.5, 2} {
 			for _, q := range []float64{1, 4} {
 				for _, initial := range []float64{4, 20} {
-					p := DefaultGradient2
-					p.UrgentMs, p.Tolerance, p.QueueSize, p.InitialLimit = u, tol, q, initial
-					g["gradient2"] = append(g["gradient2"], Candidate{
-						Label: fmt.Sprintf("urgent=%g tolerance=%g queue=%g initial=%g", u, tol, q, initial),
-						New:   func() Policy { return NewGradient2(p) }})
+					p := control.DefaultGradient2
+					p.Tiers, p.Tolerance, p.QueueSize, p.InitialLimit = tiers, tol, q, initial
+					add("gradient2", fmt.Sprintf("urgent=%g tolerance=%g queue=%g initial=%g", u, tol, q, initial), func() control.Controller { return control.NewGradient2(p) })
 				}
 			}
 		}

@@ -391,11 +391,6 @@ func (r *run) next() int {
 		now := r.simNowMs()
 		if i := r.queue.Pop(now, r.busy, r.sc.Workers); i >= 0 {
 			r.busy++
-			if obs := r.observer(); obs != nil {
-				r.ruleMu.Lock()
-				obs.Started(&r.tasks[i], now)
-				r.ruleMu.Unlock()
-			}
 			return i
 		}
 		r.cond.Wait()

@@ -1,14 +1,14 @@
-package train
+package control
 
 import "math"
 
 // Gradient2 is an adaptive concurrency limit, Netflix concurrency-limits'
-// Gradient2Limit (github.com/Netflix/concurrency-limits; the idea Envoy's
-// adaptive concurrency filter also uses): it compares a long-term average
+// Gradient2Limit (github.com/Netflix/concurrency-limits; the idea behind
+// Envoy's adaptive concurrency filter too): it compares a long-term average
 // of latency with the recent one, and moves the limit on tasks in flight by
 // their ratio (the gradient): the limit grows while latency stays at its
-// long-term level and shrinks when queueing raises it. A task that arrives
-// with the limit reached overflows to the background tier.
+// long-term level and shrinks when queueing raises it. A normal task that
+// arrives with the limit reached overflows to the background tier.
 //
 // Ported: "in flight" is tasks decided and not finished; a latency sample
 // is a finished task's latency over its expected cost (the stretch), since
@@ -29,7 +29,7 @@ type Gradient2 struct {
 // Gradient2Params are the controller's parameters (Netflix's defaults
 // where they carry over: tolerance 1.5, smoothing 0.2, long window 600).
 type Gradient2Params struct {
-	tiers
+	Tiers
 	InitialLimit  float64
 	MinLimit      float64
 	MaxLimit      float64
@@ -41,7 +41,7 @@ type Gradient2Params struct {
 }
 
 // DefaultGradient2 are the parameters chosen by the search in docs/controllers.md.
-var DefaultGradient2 = Gradient2Params{tiers: tiers{UrgentMs: 50}, InitialLimit: 20, MinLimit: 1, MaxLimit: 1000,
+var DefaultGradient2 = Gradient2Params{Tiers: Tiers{UrgentMs: 50}, InitialLimit: 20, MinLimit: 1, MaxLimit: 1000,
 	Tolerance: 1.5, Smoothing: 0.2, LongWindow: 600, WindowSamples: 10, QueueSize: 4}
 
 // NewGradient2 returns the controller with parameters p.
@@ -53,21 +53,18 @@ func (*Gradient2) Name() string { return "gradient2" }
 
 func (c *Gradient2) Reset() { *c = *NewGradient2(c.p) }
 
-func (c *Gradient2) Assign(t *Task, _ *NodeView) (int, float64, error) {
+func (c *Gradient2) Decide(t *Task) (int, float64) {
 	c.inFlight++
-	if !c.p.urgent(t) && float64(c.inFlight) > c.limit {
-		return 0, t.DeadlineMs(), nil
+	if !c.p.Urgent(t) && float64(c.inFlight) > c.limit {
+		return 0, t.DeadlineMs()
 	}
-	return c.p.admitted(t), t.DeadlineMs(), nil
+	return c.p.admitted(t), t.DeadlineMs()
 }
 
-func (c *Gradient2) Started(*Task, float64) {}
-
-func (c *Gradient2) Finished(t *Task, _, now float64) {
+func (c *Gradient2) Observe(t *Task, _, finishMs float64) {
 	inFlight := c.inFlight
-	c.inFlight--
-	rtt := (now - t.ArrivalMs) / math.Max(t.ExpectedMs, 1e-3)
-	c.win += rtt
+	c.inFlight = max(0, c.inFlight-1)
+	c.win += (finishMs - t.ArrivalMs) / math.Max(t.ExpectedMs, 1e-3)
 	c.winN++
 	if c.winN < c.p.WindowSamples {
 		return
@@ -80,17 +77,16 @@ func (c *Gradient2) Finished(t *Task, _, now float64) {
 // update is Gradient2Limit.update.
 func (c *Gradient2) update(short float64, inFlight int) {
 	c.long.add(short)
-	long := c.long.v
 	// When latency falls well below its long-term level, bring the
 	// long-term level down faster (Netflix's "long RTT recovery").
-	if long/short > 2 {
+	if c.long.v/short > 2 {
 		c.long.v *= 0.95
 	}
 	// Application-limited: too few in flight to say anything of the limit.
 	if float64(inFlight) < c.limit/2 {
 		return
 	}
-	gradient := clamp(c.p.Tolerance*long/short, 0.5, 1)
+	gradient := clamp(c.p.Tolerance*c.long.v/short, 0.5, 1)
 	next := c.limit*gradient + c.p.QueueSize
 	next = c.limit*(1-c.p.Smoothing) + next*c.p.Smoothing
 	c.limit = clamp(next, c.p.MinLimit, c.p.MaxLimit)

@@ -1,4 +1,4 @@
-package train
+package control
 
 import (
 	"math"
@@ -7,13 +7,13 @@ import (
 
 // ShedPI sheds by priority against measured queueing delay, as Uber's
 // Cinnamon (a PI controller on queueing delay moving a priority threshold;
-// Uber engineering, 2023) and WeChat's DAGOR (an admission level over
+// Uber engineering blog, 2023) and WeChat's DAGOR (an admission level over
 // business priority, moved by the average queueing time; Zhou et al.,
 // SoCC 2018) do. Every task has a business priority from its SLA (the
 // tighter, the higher: 4 under UrgentMs, 3 under 4×, 2 under 20×, else 1);
 // tasks below the threshold are shed to the background tier, the rest run
 // at their priority. Once a period the controller reads the queueing delay
-// of the admitted tasks that started (a high percentile, as Cinnamon) and
+// of the admitted tasks that finished (a high percentile, as Cinnamon) and
 // moves the threshold by a PI step on its error against the target.
 // Urgent work (priority 4) is never shed.
 type ShedPI struct {
@@ -27,7 +27,7 @@ type ShedPI struct {
 
 // ShedPIParams are the controller's parameters.
 type ShedPIParams struct {
-	tiers
+	Tiers
 	TargetMs   float64 // queueing delay the controller holds
 	PeriodMs   float64 // how often the threshold moves
 	Percentile float64 // of the period's delays that is compared with the target
@@ -35,12 +35,10 @@ type ShedPIParams struct {
 }
 
 // DefaultShedPI are the parameters chosen by the search in docs/controllers.md.
-var DefaultShedPI = ShedPIParams{tiers: tiers{UrgentMs: 50}, TargetMs: 20, PeriodMs: 100, Percentile: 0.9, Kp: 0.5, Ki: 0.2}
+var DefaultShedPI = ShedPIParams{Tiers: Tiers{UrgentMs: 50}, TargetMs: 20, PeriodMs: 100, Percentile: 0.9, Kp: 0.5, Ki: 0.2}
 
 // NewShedPI returns the controller with parameters p.
-func NewShedPI(p ShedPIParams) *ShedPI {
-	return &ShedPI{p: p, threshold: 1, per: period{lenMs: p.PeriodMs}}
-}
+func NewShedPI(p ShedPIParams) *ShedPI { return &ShedPI{p: p, threshold: 1, per: period{lenMs: p.PeriodMs}} }
 
 func (*ShedPI) Name() string { return "shed-pi" }
 
@@ -59,18 +57,20 @@ func (c *ShedPI) priority(t *Task) int {
 	return 1
 }
 
-func (c *ShedPI) Assign(t *Task, _ *NodeView) (int, float64, error) {
+// admits reports whether a task of priority p runs at its priority.
+func (c *ShedPI) admits(p int) bool { return p == 4 || float64(p) >= c.threshold }
+
+func (c *ShedPI) Decide(t *Task) (int, float64) {
 	c.update(t.ArrivalMs)
-	p := c.priority(t)
-	if p < 4 && float64(p) < c.threshold {
-		return 0, t.DeadlineMs(), nil
+	if p := c.priority(t); c.admits(p) {
+		return p, t.DeadlineMs()
 	}
-	return p, t.DeadlineMs(), nil
+	return 0, t.DeadlineMs()
 }
 
 // update moves the threshold once a period (velocity-form PI: the step is
 // Kp times the change of the error plus Ki times the error). A period in
-// which no admitted task started reads as no queueing.
+// which no admitted task finished reads as no queueing.
 func (c *ShedPI) update(now float64) {
 	if !c.per.due(now) {
 		return
@@ -78,20 +78,17 @@ func (c *ShedPI) update(now float64) {
 	d := 0.0
 	if len(c.delays) > 0 {
 		slices.Sort(c.delays)
-		d = quantileSorted(c.delays, c.p.Percentile)
+		d = c.delays[min(len(c.delays)-1, int(math.Ceil(c.p.Percentile*float64(len(c.delays))))-1)]
 	}
 	c.delays = c.delays[:0]
-	e := (d - c.p.TargetMs) / c.p.TargetMs
-	e = math.Min(e, 10) // one pathological period must not slam the threshold
+	e := math.Min((d-c.p.TargetMs)/c.p.TargetMs, 10) // one pathological period must not slam the threshold
 	c.threshold = clamp(c.threshold+c.p.Kp*(e-c.prevErr)+c.p.Ki*e, 1, 4)
 	c.prevErr = e
 }
 
-func (c *ShedPI) Started(t *Task, now float64) {
-	c.update(now)
-	if p := c.priority(t); float64(p) >= c.threshold || p == 4 {
-		c.delays = append(c.delays, now-t.ArrivalMs)
+func (c *ShedPI) Observe(t *Task, startMs, finishMs float64) {
+	c.update(finishMs)
+	if c.admits(c.priority(t)) {
+		c.delays = append(c.delays, startMs-t.ArrivalMs)
 	}
 }
-
-func (c *ShedPI) Finished(*Task, float64, float64) {}
