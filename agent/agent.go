@@ -85,7 +85,7 @@ func New(cfg Config) (a *Agent, err error) {
 	}
 	a = &Agent{
 		cfg: cfg, log: cfg.Logger, tracker: newTracker(cfg.TaskTimeout, cfg.MaxPending),
-		asm: state.NewAssembler(state.Config{QueueCapacity: cfg.QueueCap}),
+		asm: state.NewAssembler(state.Config{Workers: cfg.Workers}),
 	}
 	built := a // the named result is nil on an error return
 	defer func() {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/triage-agent/triage/experience"
@@ -67,8 +68,11 @@ type Config struct {
 	// large batches under load. MaxBatch caps a batch; default 512.
 	BatchWindow time.Duration
 	MaxBatch    int
-	// QueueCap is the denominator of feature 0 (queue fill); default 256.
-	QueueCap int
+	// Workers is the upstream executor's worker slots on this node, the
+	// denominator of feature 0 (tasks decided and not finished per worker);
+	// default the node's CPUs. An upstream that runs more (or fewer) tasks
+	// at once than the node has CPUs sets it (docs/operating.md).
+	Workers int
 	// TaskTimeout ends the tracking of a task whose outcome never came; it
 	// is logged as timed out. Default 30s. MaxPending bounds the tracked
 	// tasks; default 65536 (the oldest is timed out early beyond it).
@@ -93,7 +97,6 @@ const (
 	DefaultAdminAddr     = ":9090"
 	DefaultStateDir      = "/var/lib/triage"
 	DefaultMaxBatch      = 512
-	DefaultQueueCap      = 256
 	DefaultTaskTimeout   = 30 * time.Second
 	DefaultMaxPending    = 65536
 	DefaultStateInterval = 100 * time.Millisecond
@@ -114,8 +117,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = DefaultMaxBatch
 	}
-	if c.QueueCap <= 0 {
-		c.QueueCap = DefaultQueueCap
+	if c.Workers <= 0 {
+		c.Workers = runtime.NumCPU()
 	}
 	if c.TaskTimeout <= 0 {
 		c.TaskTimeout = DefaultTaskTimeout

@@ -112,6 +112,9 @@ func (a *Agent) ReportOutcomes(_ context.Context, outs []*wire.Outcome) error {
 			svc = s
 		}
 		a.asm.Classes().Observe(p.desc.Class, svc)
+		if s := float64(o.GetServiceMs()); s > 0 {
+			a.asm.ObserveWait(now, lat-s) // features 12, 13: only a reported service time tells the wait
+		}
 		a.finished(p, node, now, lat, o.GetSlaMet(), false)
 	}
 	return nil
@@ -132,11 +135,9 @@ func (a *Agent) finished(p *pendingTask, node *nodeSnapshot, now time.Time, late
 	if a.exp == nil {
 		return
 	}
-	// The next state is the same task's as it finishes: latencyMs after it
-	// arrived, against the queue and the node as they are now.
-	d := p.desc
-	d.Arrival = now.Add(-time.Duration(latencyMs * float64(time.Millisecond)))
-	next := a.asm.BuildTask(&node.inputs, &d, a.tracker.len(), now)
+	// The next state is the same task's as it finishes, against the queue
+	// and the node as they are now.
+	next := a.asm.BuildTask(&node.inputs, &p.desc, a.tracker.len(), now)
 	rec := experience.Record{
 		UnixNano: now.UnixNano(), TaskID: fmt.Sprint(p.id), Class: truncate(p.desc.Class, experience.MaxStringBytes),
 		State: p.state, Action: p.action, Q: p.q, Reward: float32(reward), Phase: phase.String(),
@@ -164,20 +165,25 @@ func truncate(s string, n int) string {
 	return s
 }
 
+// peakQueuePerWorker is the tasks in flight per worker above which the
+// reward's peak weights apply: a queue of a few tasks per worker means the
+// offered load is above what the node serves.
+const peakQueuePerWorker = 4
+
 // modelUpdateWindow is how long after a swap outcomes are scored with the
 // model-update weights.
 const modelUpdateWindow = 30 * time.Second
 
 // phase picks the reward weights: model-update for 30 s after a swap; peak
-// when the tracked queue is over a tenth of its capacity or the CPU is
-// saturated (the agent cannot see the offered load the simulator uses, so
-// it reads its consequences); steady otherwise.
+// when more than peakQueuePerWorker tasks per worker are in flight or the
+// CPU is saturated (the agent cannot see the offered load the simulator
+// uses, so it reads its consequences); steady otherwise.
 func (a *Agent) phase(now time.Time, node *nodeSnapshot) policy.RewardPhase {
 	if s := a.lastSwap.Load(); s != 0 && now.UnixNano()-s < int64(modelUpdateWindow) {
 		return policy.RewardModelUpdate
 	}
-	fill := float64(a.tracker.len()) / float64(a.cfg.QueueCap)
-	if fill >= 0.1 || node.inputs.CPUUtil >= 0.95 {
+	perWorker := float64(a.tracker.len()) / float64(a.cfg.Workers)
+	if perWorker >= peakQueuePerWorker || node.inputs.CPUUtil >= 0.95 {
 		return policy.RewardPeak
 	}
 	return policy.RewardSteady
@@ -191,13 +197,13 @@ func (a *Agent) refreshNode(now time.Time) {
 	n := &nodeSnapshot{}
 	a.signals.Snapshot(&n.signals)
 	qlen := a.tracker.len()
-	n.inputs = a.asm.NodeInputs(&n.signals)
+	n.inputs = a.asm.NodeInputs(&n.signals, now)
 	n.features = a.asm.Features(&n.signals, qlen, now)
 	vec := n.features.Vector()
 	n.wire = &wire.NodeState{
 		Epoch: a.epoch.Add(1), UnixNano: now.UnixNano(), Features: vec[:], Sources: n.features.Sources(),
 		RunqP50Us: float32(orZero(n.inputs.RunqP50Us)), RunqP99Us: float32(orZero(n.inputs.RunqP99Us)),
-		QueueLen: uint32(qlen), QueueCap: uint32(a.asm.QueueCapacity()), CpuUtil: float32(orZero(n.inputs.CPUUtil)),
+		QueueLen: uint32(qlen), QueueCap: uint32(a.asm.Workers()), CpuUtil: float32(orZero(n.inputs.CPUUtil)),
 		Node: a.cfg.NodeName,
 	}
 	if a.model != nil {

@@ -85,7 +85,7 @@ var (
 	descProbe       = prometheus.NewDesc("triage_probe_attached", "1 when the eBPF probe is attached, 0 when it fell back (detail: tier or reason).", []string{"probe", "detail"}, nil)
 	descSource      = prometheus.NewDesc("triage_feature_source", "1 for the source that feeds each state feature (ebpf, netlink, procfs, none, descriptor, outcomes, agent).", []string{"feature", "source"}, nil)
 	descQueueLen    = prometheus.NewDesc("triage_queue_tasks", "Tasks decided and not yet finished (feature 0's numerator).", nil, nil)
-	descQueueCap    = prometheus.NewDesc("triage_queue_capacity", "Feature 0's denominator.", nil, nil)
+	descQueueCap    = prometheus.NewDesc("triage_queue_capacity", "Worker slots of the upstream executor on this node (feature 0's denominator).", nil, nil)
 	descReloads     = prometheus.NewDesc("triage_model_swaps_total", "Models hot-swapped in.", nil, nil)
 	descReloadErrAt = prometheus.NewDesc("triage_model_reload_last_failure_timestamp_seconds", "When the last model file was refused (0: never).", nil, nil)
 	descConns       = prometheus.NewDesc("triage_endpoint_connections_total", "QUIC connections accepted.", nil, nil)
@@ -136,7 +136,7 @@ func (c *agentCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descQueueLen, float64(node.wire.GetQueueLen()))
 	}
-	gauge(descQueueCap, float64(a.cfg.QueueCap))
+	gauge(descQueueCap, float64(a.cfg.Workers))
 	ready := 0.0
 	if ok, _ := a.readiness(); ok {
 		ready = 1

@@ -4,9 +4,9 @@ import "testing"
 
 func TestBootstrapRule(t *testing.T) {
 	d := NewGoDecider(BootstrapMLP(), BootstrapMetadata())
-	task := func(slack, cost float32) State {
+	task := func(slaMs, costMs float64) State {
 		s := Neutral
-		s[1], s[2] = slack, cost
+		s[FeatSLA], s[FeatCost] = LogScaleMs(slaMs), LogScaleMs(costMs)
 		return s
 	}
 	cases := []struct {
@@ -14,10 +14,9 @@ func TestBootstrapRule(t *testing.T) {
 		state State
 		want  int
 	}{
-		{"urgent and short", task(0.1, 0.1), 4},
-		{"relaxed and long", task(1, 0.9), 0},
-		{"half slack, mid cost", task(0.5, 0.5), 2},
-		{"deadline passed", task(0, 0.1), 0},
+		{"urgent and short", task(1, 0.2), 4},
+		{"relaxed and long", task(100_000, 50_000), 0},
+		{"middling", task(1000, 100), 2},
 	}
 	states := make([]State, len(cases))
 	for i, c := range cases {

@@ -4,21 +4,22 @@ import "math"
 
 // StateSchema names the layout of the state vector. A model carries it in its
 // ONNX metadata; the agent refuses a model whose schema differs from this one.
-const StateSchema = "triage.state.v1"
+const StateSchema = "triage.state.v2"
 
 // NumFeatures is the length of the state vector, NumActions the number of
 // priority levels (0 lowest .. 4 highest).
 const (
-	NumFeatures = 12
+	NumFeatures = 14
 	NumActions  = 5
 )
 
-// Indices of the features of triage.state.v1: FeatureNames, Neutral, State
+// Indices of the features of triage.state.v2: FeatureNames, Neutral, State
 // and the agent's per-feature sources are indexed by these, never by bare
-// numbers, so the order is written once.
+// numbers, so the order is written once. docs/policy.md says what changed
+// from v1 and why.
 const (
-	FeatQueueFill    = iota // node task queue length / capacity
-	FeatSLASlack            // remaining time / SLA of this task
+	FeatQueue        = iota // tasks decided and not finished per worker slot, log-scaled
+	FeatSLA                 // SLA of this task, log-scaled
 	FeatCost                // expected cost of this task, log-scaled
 	FeatClassP50            // p50 service time of the task's class, log-scaled
 	FeatClassP99            // p99 service time of the task's class, log-scaled
@@ -29,13 +30,15 @@ const (
 	FeatBlkioP99            // block I/O latency p99, log-scaled
 	FeatCPUUtil             // CPU utilisation
 	FeatNetOrSyscall        // TCP retransmit fraction, or syscall p99 of the watched cgroup
+	FeatWaitP50             // queueing delay p50 of the node's recently finished tasks, log-scaled
+	FeatWaitP99             // queueing delay p99 of the same
 )
 
-// FeatureNames lists the features of triage.state.v1 in vector order. The
+// FeatureNames lists the features of triage.state.v2 in vector order. The
 // names travel in each model's metadata and are checked on load.
 var FeatureNames = [NumFeatures]string{
-	FeatQueueFill:    "queue_fill",
-	FeatSLASlack:     "sla_slack",
+	FeatQueue:        "queue_per_worker_log",
+	FeatSLA:          "sla_log",
 	FeatCost:         "cost_log",
 	FeatClassP50:     "class_p50_log",
 	FeatClassP99:     "class_p99_log",
@@ -46,7 +49,14 @@ var FeatureNames = [NumFeatures]string{
 	FeatBlkioP99:     "blkio_p99_log",
 	FeatCPUUtil:      "cpu_util",
 	FeatNetOrSyscall: "net_or_syscall",
+	FeatWaitP50:      "wait_p50_log",
+	FeatWaitP99:      "wait_p99_log",
 }
+
+// KernelFeatures are the features read from the kernel (eBPF, or its
+// procfs and netlink fallbacks): what `triage eval --ablate kernel` sets
+// to their neutral values to measure what reading the kernel is worth.
+var KernelFeatures = []int{FeatRunqP50, FeatRunqP99, FeatAcceptQueue, FeatBlkioP99, FeatCPUUtil, FeatNetOrSyscall}
 
 // State is one task's state vector, every value in [0, 1].
 type State [NumFeatures]float32
@@ -59,9 +69,10 @@ type State [NumFeatures]float32
 // A value that is NaN, infinite or negative means "unknown" and maps to the
 // feature's neutral value.
 type Inputs struct {
-	QueueLen, QueueCap float64 // tasks decided and not yet finished; capacity
-	RemainingMs, SLAMs float64 // time left until the SLA deadline; the SLA
-	CostMs             float64 // expected service time of this task
+	QueueLen float64 // tasks decided and not yet finished
+	Workers  float64 // the executor's worker slots on the node
+	SLAMs    float64 // the task's SLA
+	CostMs   float64 // expected service time of this task
 	ClassP50Ms         float64 // p50 service time of the class (reported outcomes)
 	ClassP99Ms         float64 // p99 service time of the class
 	AccelMemFill       float64 // accelerator memory in use / total, 0 without a GPU
@@ -76,6 +87,10 @@ type Inputs struct {
 	RetransFraction float64
 	SyscallP99Us    float64
 	SyscallFeature  bool
+	// WaitP50Ms and WaitP99Ms are the queueing delay (latency − service
+	// time) of the node's recently finished tasks (policy.WaitWindow): what
+	// a controller in the service measures.
+	WaitP50Ms, WaitP99Ms float64
 }
 
 // Log-scale ranges: a value at lo or below maps to 0, at hi or above to 1,
@@ -88,10 +103,13 @@ var (
 	sysRange  = logRange{lo: 1, hi: 1_000_000}
 )
 
-// Neutral is the value each feature takes when its source is missing: no
-// slack spent, a middling cost and class, an idle node (the ones not
-// listed are 0).
-var Neutral = State{FeatSLASlack: 1, FeatCost: 0.5, FeatClassP50: 0.5, FeatClassP99: 0.5}
+// Neutral is the value each feature takes when its source is missing: a
+// middling SLA, cost and class, an idle node (the ones not listed are 0).
+var Neutral = State{FeatSLA: 0.5, FeatCost: 0.5, FeatClassP50: 0.5, FeatClassP99: 0.5}
+
+// queueRange is the scale of feature 0: log2(1 + tasks per worker) over
+// log2(1 + 64), so one task per worker reads 0.17 and 64 or more read 1.
+const queueRange = 64
 
 type logRange struct{ lo, hi float64 }
 
@@ -115,13 +133,9 @@ func Vector(in *Inputs) State {
 		}
 		s[i] = clamp01(v)
 	}
-	qf, ok := safeDiv(in.QueueLen, in.QueueCap)
-	set(FeatQueueFill, qf, ok)
-	if known(in.SLAMs) && in.SLAMs > 0 && !math.IsNaN(in.RemainingMs) {
-		set(FeatSLASlack, in.RemainingMs/in.SLAMs, true) // late tasks have negative remaining: clamps to 0
-	} else {
-		s[FeatSLASlack] = Neutral[FeatSLASlack]
-	}
+	perWorker, ok := safeDiv(in.QueueLen, in.Workers)
+	set(FeatQueue, math.Log2(1+perWorker)/math.Log2(1+queueRange), ok)
+	set(FeatSLA, msRange.scale(in.SLAMs), known(in.SLAMs) && in.SLAMs > 0)
 	set(FeatCost, msRange.scale(in.CostMs), known(in.CostMs))
 	set(FeatClassP50, msRange.scale(in.ClassP50Ms), known(in.ClassP50Ms))
 	set(FeatClassP99, msRange.scale(in.ClassP99Ms), known(in.ClassP99Ms))
@@ -136,6 +150,8 @@ func Vector(in *Inputs) State {
 	} else {
 		set(FeatNetOrSyscall, in.RetransFraction*20, known(in.RetransFraction))
 	}
+	set(FeatWaitP50, msRange.scale(in.WaitP50Ms), known(in.WaitP50Ms))
+	set(FeatWaitP99, msRange.scale(in.WaitP99Ms), known(in.WaitP99Ms))
 	return s
 }
 

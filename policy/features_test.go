@@ -8,8 +8,8 @@ import (
 // The Feat* constants cover the vector once each, and each names the slot
 // Vector writes its input into.
 func TestFeatureIndicesMatchVector(t *testing.T) {
-	if FeatNetOrSyscall != NumFeatures-1 {
-		t.Fatalf("last feature index %d, vector length %d", FeatNetOrSyscall, NumFeatures)
+	if FeatWaitP99 != NumFeatures-1 {
+		t.Fatalf("last feature index %d, vector length %d", FeatWaitP99, NumFeatures)
 	}
 	seen := map[string]bool{}
 	for i, n := range FeatureNames {
@@ -19,14 +19,15 @@ func TestFeatureIndicesMatchVector(t *testing.T) {
 		seen[n] = true
 	}
 	nan := math.NaN()
-	unknown := Inputs{QueueLen: nan, QueueCap: nan, RemainingMs: nan, SLAMs: nan, CostMs: nan, ClassP50Ms: nan, ClassP99Ms: nan,
+	unknown := Inputs{QueueLen: nan, Workers: nan, SLAMs: nan, CostMs: nan, ClassP50Ms: nan, ClassP99Ms: nan,
 		AccelMemFill: nan, RunqP50Us: nan, RunqP99Us: nan, AcceptQueueFill: nan, BlkioP99Us: nan, CPUUtil: nan,
-		RetransFraction: nan, SyscallP99Us: nan}
+		RetransFraction: nan, SyscallP99Us: nan, WaitP50Ms: nan, WaitP99Ms: nan}
 	if v := Vector(&unknown); v != Neutral {
 		t.Fatalf("all unknown = %v, want Neutral %v", v, Neutral)
 	}
 	for feat, set := range map[int]func(*Inputs){
-		FeatQueueFill:    func(in *Inputs) { in.QueueLen, in.QueueCap = 1, 4 },
+		FeatQueue:        func(in *Inputs) { in.QueueLen, in.Workers = 3*(math.Pow(65, 0.25)-1), 3 }, // log2(1+x)/log2(65) = 1/4
+		FeatSLA:          func(in *Inputs) { in.SLAMs = 0.1 * math.Pow(1e6, 0.25) },
 		FeatAccelMem:     func(in *Inputs) { in.AccelMemFill = 0.25 },
 		FeatAcceptQueue:  func(in *Inputs) { in.AcceptQueueFill = 0.25 },
 		FeatCPUUtil:      func(in *Inputs) { in.CPUUtil = 0.25 },

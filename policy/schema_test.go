@@ -8,17 +8,17 @@ import (
 
 func TestCheckSchemaSaysWhatDiffers(t *testing.T) {
 	renamed := CurrentMetadata("v", "")
-	renamed.Features[3], renamed.Features[11] = "class_p50", "retrans"
+	renamed.Features[3], renamed.Features[FeatNetOrSyscall] = "class_p50", "retrans"
 	cases := []struct {
 		name string
 		meta Metadata
 		want []string
 	}{
-		{"other schema name", Metadata{Schema: "triage.state.v2", Features: FeatureNames[:]}, []string{`schema is "triage.state.v2", want "triage.state.v1"`}},
+		{"other schema name", Metadata{Schema: "triage.state.v1", Features: FeatureNames[:]}, []string{`schema is "triage.state.v1", want "triage.state.v2"`}},
 		{"renamed features", renamed, []string{`feature 3 is "class_p50", want "class_p50_log"`, `feature 11 is "retrans", want "net_or_syscall"`}},
-		{"one feature short", Metadata{Schema: StateSchema, Features: FeatureNames[:11]}, []string{"11 features, want 12", `missing feature 11 "net_or_syscall"`}},
-		{"one feature more", Metadata{Schema: StateSchema, Features: append(FeatureNames[:], "gpu_temp")}, []string{"13 features, want 12", `extra feature 12 "gpu_temp"`}},
-		{"no features at all", Metadata{Schema: StateSchema}, []string{"0 features, want 12", "and 5 more"}},
+		{"one feature short", Metadata{Schema: StateSchema, Features: FeatureNames[:13]}, []string{"13 features, want 14", `missing feature 13 "wait_p99_log"`}},
+		{"one feature more", Metadata{Schema: StateSchema, Features: append(FeatureNames[:], "gpu_temp")}, []string{"15 features, want 14", `extra feature 14 "gpu_temp"`}},
+		{"no features at all", Metadata{Schema: StateSchema}, []string{"0 features, want 14", "and 7 more"}},
 	}
 	for _, c := range cases {
 		err := CheckSchema(c.meta)

@@ -27,7 +27,9 @@ import (
 //   - TCP retransmits: noise (no network in the simulator);
 //   - class p50/p99 service time: the last 256 finished tasks of the class,
 //     as the agent keeps them from reported service times, slowdowns
-//     included.
+//     included;
+//   - queueing delay p50/p99: the recently finished tasks' waits
+//     (policy.WaitWindow), as the agent keeps them from outcomes.
 //
 // The agent's window is 1 s sampled every 500 ms: features change at each
 // 500 ms tick and describe the second before it.
@@ -35,15 +37,15 @@ import (
 // The noise is drawn from its own stream, a fixed number of draws per
 // arrival, so two policies on the same seed see the same noise sequence.
 type signals struct {
-	sc       *Scenario
-	cal      *Calibration
-	node     *nodeModel
-	queueCap int
-	r        *rand.Rand
-	util     float64
-	lastT    float64
-	classes  []policy.ClassWindow // the agent keeps the same statistic (agent/state)
-	missing  [numSources]bool     // sources this node lacks: their features are neutral
+	sc      *Scenario
+	cal     *Calibration
+	node    *nodeModel
+	r       *rand.Rand
+	util    float64
+	lastT   float64
+	classes []policy.ClassWindow // the agent keeps the same statistics (agent/state)
+	waits   policy.WaitWindow
+	missing [numSources]bool // sources this node lacks: their features are neutral
 
 	// The window: per 500 ms bucket the integrals of runnable threads per
 	// CPU and of disk writers; the features are read from the last two
@@ -78,9 +80,9 @@ const (
 // privilege: its features take their neutral values, exactly as the agent
 // reports them there. The draw has its own stream, so the noise sequence,
 // and with missing 0 every result, is unchanged.
-func newSignals(sc *Scenario, cal *Calibration, node *nodeModel, queueCap int, seed int64, missing float64) *signals {
+func newSignals(sc *Scenario, cal *Calibration, node *nodeModel, seed int64, missing float64) *signals {
 	g := &signals{
-		sc: sc, cal: cal, node: node, queueCap: queueCap,
+		sc: sc, cal: cal, node: node,
 		r:       rand.New(rand.NewPCG(uint64(seed), 0x7472696167650003)),
 		classes: make([]policy.ClassWindow, len(sc.Classes)),
 	}
@@ -146,11 +148,13 @@ func (g *signals) inputs(o *Outcome, queueLen int, now float64) policy.Inputs {
 		blk, blkSigma = logLerp(math.Max(blk, 1), l.BlkioP99Us, f), l.BlkioP99Sigma
 	}
 	p50, p99, _ := g.classes[o.Class].Stats()
+	w50, w99 := g.waits.Stats(now)
 	in := policy.Inputs{
-		QueueLen: float64(queueLen), QueueCap: float64(g.queueCap),
-		RemainingMs: o.DeadlineMs() - now, SLAMs: o.SLAMs,
+		QueueLen: float64(queueLen), Workers: float64(g.sc.Workers),
+		SLAMs:      o.SLAMs,
 		CostMs:     o.ExpectedMs,
 		ClassP50Ms: p50, ClassP99Ms: p99,
+		WaitP50Ms: w50, WaitP99Ms: w99,
 		AccelMemFill:    0,
 		RunqP50Us:       mean.RunqP50Us * math.Exp(mean.RunqP50Sigma*z1),
 		RunqP99Us:       high.RunqP99Us * math.Exp(high.RunqP99Sigma*z2),
@@ -190,7 +194,10 @@ func (g *signals) phase(tSec float64) Phase {
 	return PhaseSteady
 }
 
-func (g *signals) finished(o *Outcome) { g.classes[o.Class].Add(o.ServiceMs()) }
+func (g *signals) finished(o *Outcome) {
+	g.classes[o.Class].Add(o.ServiceMs())
+	g.waits.Add(o.FinishMs, o.StartMs-o.ArrivalMs)
+}
 
 // quantileSorted is the nearest-rank quantile of sorted xs (policy's, so
 // reports and features use one definition).

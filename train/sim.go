@@ -75,8 +75,6 @@ func (o *Outcome) ServiceMs() float64 {
 type SimConfig struct {
 	// Seed of the arrivals and the signal noise; 0 uses the scenario's.
 	Seed int64
-	// QueueCap is the denominator of feature 0 (queue fill); 0 means 64 per worker.
-	QueueCap int
 	// TrackHarm computes each task's Harm (costs a queue scan per start).
 	TrackHarm bool
 	// TrackBlame computes each task's Blame when the run ends.
@@ -152,17 +150,13 @@ type simulator struct {
 }
 
 func newSimulator(sc *Scenario, cfg SimConfig, seed int64) *simulator {
-	qc := cfg.QueueCap
-	if qc <= 0 {
-		qc = 64 * sc.Workers
-	}
 	cal := cfg.Calibration
 	if cal == nil {
 		cal = DefaultCalibration()
 	}
 	s := &simulator{sc: sc, cfg: cfg, workers: sc.Workers}
 	s.node = newNodeModel(sc, cal)
-	s.sig = newSignals(sc, cal, s.node, qc, seed, cfg.MissingSources)
+	s.sig = newSignals(sc, cal, s.node, seed, cfg.MissingSources)
 	s.node.set(0, 0, 0)
 	return s
 }

@@ -210,7 +210,7 @@ func TestMissingSourcesAreNeutral(t *testing.T) {
 		if plain[i].State != again[i].State {
 			t.Fatalf("task %d: MissingSources 0 changed the state", i)
 		}
-		for f := 6; f < policy.NumFeatures; f++ {
+		for _, f := range policy.KernelFeatures {
 			if none[i].State[f] != policy.Neutral[f] {
 				t.Fatalf("task %d: feature %s is %v with every source missing, want neutral %v", i, policy.FeatureNames[f], none[i].State[f], policy.Neutral[f])
 			}

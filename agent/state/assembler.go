@@ -8,6 +8,8 @@ package state
 
 import (
 	"math"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/triage-agent/triage/agent/signals"
@@ -16,20 +18,17 @@ import (
 
 // Descriptor is what an upstream service tells the agent about a task.
 type Descriptor struct {
-	Class   string
-	SLAMs   float64   // deadline after arrival; 0 = none
-	CostMs  float64   // expected service time; 0 = unknown (the class mean is used)
-	Arrival time.Time // zero = now
+	Class  string
+	SLAMs  float64 // deadline after arrival; 0 = none
+	CostMs float64 // expected service time; 0 = unknown (the class mean is used)
 }
-
-// DefaultQueueCapacity is Config.QueueCapacity's default.
-const DefaultQueueCapacity = 64
 
 // Config configures an Assembler; the zero value means defaults.
 type Config struct {
-	// QueueCapacity is the denominator of feature 0 (tasks decided and not
-	// finished / capacity): the node's worker slots. Default 64.
-	QueueCapacity int
+	// Workers is the denominator of feature 0 (tasks decided and not
+	// finished per worker slot): the upstream executor's worker slots on
+	// this node. Default the node's CPUs.
+	Workers int
 	// SyscallFeature makes feature 11 the watched cgroup's syscall p99
 	// instead of the TCP retransmit fraction.
 	SyscallFeature bool
@@ -46,25 +45,45 @@ type Config struct {
 type Assembler struct {
 	cfg     Config
 	classes *ClassStats
+	waitsMu sync.Mutex
+	waits   policy.WaitWindow
+	start   time.Time // the clock of waits
 }
 
 // NewAssembler returns an Assembler with cfg's defaults filled in.
 func NewAssembler(cfg Config) *Assembler {
-	if cfg.QueueCapacity <= 0 {
-		cfg.QueueCapacity = DefaultQueueCapacity
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.NumCPU()
 	}
 	if cfg.Classes == nil {
 		cfg.Classes = NewClassStats(0)
 	}
-	return &Assembler{cfg: cfg, classes: cfg.Classes}
+	return &Assembler{cfg: cfg, classes: cfg.Classes, start: time.Now()}
+}
+
+// ObserveWait records one finished task's queueing delay (latency −
+// service time), reported at now: features 12 and 13. Negative, NaN and
+// infinite values are ignored.
+func (a *Assembler) ObserveWait(now time.Time, waitMs float64) {
+	if !finite(waitMs) || waitMs < 0 {
+		return
+	}
+	a.waitsMu.Lock()
+	a.waits.Add(a.ms(now), waitMs)
+	a.waitsMu.Unlock()
+}
+
+// ms is now on the waits' clock.
+func (a *Assembler) ms(now time.Time) float64 {
+	return float64(now.Sub(a.start)) / float64(time.Millisecond)
 }
 
 // Classes returns the class statistics the assembler reads; outcomes feed
 // them through Observe.
 func (a *Assembler) Classes() *ClassStats { return a.classes }
 
-// QueueCapacity is feature 0's denominator.
-func (a *Assembler) QueueCapacity() int { return a.cfg.QueueCapacity }
+// Workers is feature 0's denominator.
+func (a *Assembler) Workers() int { return a.cfg.Workers }
 
 // Build returns the state vector of task d at time now from a signals
 // snapshot, for a caller that tracks no queue (feature 0 is neutral). d and
@@ -77,7 +96,7 @@ func (a *Assembler) Build(d *Descriptor, now time.Time, snap *signals.Snapshot) 
 // Inputs is the unnormalised view Build feeds to policy.Vector; unknown
 // values are NaN.
 func (a *Assembler) Inputs(d *Descriptor, now time.Time, snap *signals.Snapshot) policy.Inputs {
-	node := a.NodeInputs(snap)
+	node := a.NodeInputs(snap, now)
 	return a.TaskInputs(&node, d, -1, now)
 }
 
@@ -85,15 +104,18 @@ func (a *Assembler) Inputs(d *Descriptor, now time.Time, snap *signals.Snapshot)
 // signals yet); the task fields are NaN. A caller deciding many tasks
 // between two snapshots computes it once and completes it per task with
 // TaskInputs.
-func (a *Assembler) NodeInputs(snap *signals.Snapshot) policy.Inputs {
+func (a *Assembler) NodeInputs(snap *signals.Snapshot, now time.Time) policy.Inputs {
 	nan := math.NaN()
 	in := policy.Inputs{
-		QueueLen: nan, QueueCap: nan, RemainingMs: nan, SLAMs: nan, CostMs: nan,
+		QueueLen: nan, Workers: float64(a.cfg.Workers), SLAMs: nan, CostMs: nan,
 		ClassP50Ms: nan, ClassP99Ms: nan,
 		RunqP50Us: nan, RunqP99Us: nan, AcceptQueueFill: nan, BlkioP99Us: nan,
 		CPUUtil: nan, RetransFraction: nan, SyscallP99Us: nan,
 		SyscallFeature: a.cfg.SyscallFeature,
 	}
+	a.waitsMu.Lock()
+	in.WaitP50Ms, in.WaitP99Ms = a.waits.Stats(a.ms(now))
+	a.waitsMu.Unlock()
 	if a.cfg.AccelMemFill != nil {
 		in.AccelMemFill = a.cfg.AccelMemFill()
 	}
@@ -115,21 +137,16 @@ func (a *Assembler) NodeInputs(snap *signals.Snapshot) policy.Inputs {
 func (a *Assembler) TaskInputs(node *policy.Inputs, d *Descriptor, queueLen int, now time.Time) policy.Inputs {
 	nan := math.NaN()
 	in := *node
-	in.QueueLen, in.QueueCap = nan, float64(a.cfg.QueueCapacity)
+	in.QueueLen = nan
 	if queueLen >= 0 {
 		in.QueueLen = float64(queueLen)
 	}
-	in.RemainingMs, in.SLAMs, in.CostMs, in.ClassP50Ms, in.ClassP99Ms = nan, nan, nan, nan, nan
+	in.SLAMs, in.CostMs, in.ClassP50Ms, in.ClassP99Ms = nan, nan, nan, nan
 	if d == nil {
 		return in
 	}
 	if d.SLAMs > 0 && finite(d.SLAMs) {
-		arrival := d.Arrival
-		if arrival.IsZero() {
-			arrival = now
-		}
 		in.SLAMs = d.SLAMs
-		in.RemainingMs = d.SLAMs - float64(now.Sub(arrival))/float64(time.Millisecond)
 	}
 	var mean float64
 	in.ClassP50Ms, in.ClassP99Ms, mean = a.classes.Stats(d.Class)

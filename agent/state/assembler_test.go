@@ -2,6 +2,8 @@ package state
 
 import (
 	"math"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,28 +23,33 @@ func knownSnapshot() *signals.Snapshot {
 }
 
 func TestBuildTaskMatchesPolicyVector(t *testing.T) {
-	a := NewAssembler(Config{QueueCapacity: 10})
+	a := NewAssembler(Config{Workers: 10})
 	for i := 0; i < 100; i++ {
 		a.Classes().Observe("web", 20)
 	}
-	now := time.Unix(1000, 0)
-	node := a.NodeInputs(knownSnapshot())
-	d := &Descriptor{Class: "web", SLAMs: 100, CostMs: 15, Arrival: now.Add(-25 * time.Millisecond)}
-	got := a.BuildTask(&node, d, 3, now)
+	now := time.Now()
+	for _, w := range []float64{1, 2, 3, 4} {
+		a.ObserveWait(now, w)
+	}
+	node := a.NodeInputs(knownSnapshot(), now)
+	d := &Descriptor{Class: "web", SLAMs: 100, CostMs: 15}
+	got := a.BuildTask(&node, d, 30, now)
 	want := policy.Vector(&policy.Inputs{
-		QueueLen: 3, QueueCap: 10, RemainingMs: 75, SLAMs: 100, CostMs: 15,
+		QueueLen: 30, Workers: 10, SLAMs: 100, CostMs: 15,
 		ClassP50Ms: 20, ClassP99Ms: 20,
 		RunqP50Us: 20, RunqP99Us: 5000, AcceptQueueFill: 0.5, BlkioP99Us: 400,
 		CPUUtil: 0.75, RetransFraction: 0.01, SyscallP99Us: 2000,
+		WaitP50Ms: 2, WaitP99Ms: 4,
 	})
 	if got != want {
 		t.Fatalf("BuildTask = %v\nwant        %v", got, want)
 	}
-	if got[0] != 0.3 || got[1] != 0.75 || got[8] != 0.5 || got[10] != 0.75 {
-		t.Fatalf("queue/slack/accept/cpu features %v %v %v %v", got[0], got[1], got[8], got[10])
+	// 3 per worker: log2(4)/log2(65); an SLA of 100 ms: log10(1000)/6.
+	if got[policy.FeatQueue] != float32(2/math.Log2(65)) || got[policy.FeatSLA] != 0.5 || got[policy.FeatAcceptQueue] != 0.5 || got[policy.FeatCPUUtil] != 0.75 {
+		t.Fatalf("queue/SLA/accept/cpu features %v %v %v %v", got[policy.FeatQueue], got[policy.FeatSLA], got[policy.FeatAcceptQueue], got[policy.FeatCPUUtil])
 	}
 	// Build (no queue known) is the same vector with feature 0 neutral.
-	want[0] = policy.Neutral[0]
+	want[policy.FeatQueue] = policy.Neutral[policy.FeatQueue]
 	if b := a.Build(d, now, knownSnapshot()); b != want {
 		t.Fatalf("Build = %v\nwant    %v", b, want)
 	}
@@ -50,8 +57,8 @@ func TestBuildTaskMatchesPolicyVector(t *testing.T) {
 
 func TestNodeInputsLeaveTaskFieldsUnknown(t *testing.T) {
 	a := NewAssembler(Config{SyscallFeature: true, AccelMemFill: func() float64 { return 0.25 }})
-	in := a.NodeInputs(knownSnapshot())
-	for name, v := range map[string]float64{"QueueLen": in.QueueLen, "SLAMs": in.SLAMs, "CostMs": in.CostMs, "ClassP50Ms": in.ClassP50Ms} {
+	in := a.NodeInputs(knownSnapshot(), time.Now())
+	for name, v := range map[string]float64{"QueueLen": in.QueueLen, "SLAMs": in.SLAMs, "CostMs": in.CostMs, "ClassP50Ms": in.ClassP50Ms, "WaitP50Ms": in.WaitP50Ms} {
 		if !math.IsNaN(v) {
 			t.Errorf("node inputs %s = %v, want NaN (unknown)", name, v)
 		}
@@ -61,7 +68,7 @@ func TestNodeInputsLeaveTaskFieldsUnknown(t *testing.T) {
 	}
 	// Completing them for a task does not change the node part.
 	task := a.TaskInputs(&in, &Descriptor{Class: "x"}, 0, time.Now())
-	if task.RunqP99Us != in.RunqP99Us || task.QueueLen != 0 || task.QueueCap != DefaultQueueCapacity {
+	if task.RunqP99Us != in.RunqP99Us || task.QueueLen != 0 || task.Workers != float64(runtime.NumCPU()) {
 		t.Fatalf("task inputs %+v", task)
 	}
 }
@@ -86,7 +93,7 @@ func TestBuildIsNaNSafe(t *testing.T) {
 				if math.IsNaN(float64(x)) || x < 0 || x > 1 {
 					t.Fatalf("desc %+v feature %d = %v", d, i, x)
 				}
-				if i >= 6 && i != 10 && snap != nil && x != policy.Neutral[i] {
+				if slices.Contains(policy.KernelFeatures, i) && i != policy.FeatCPUUtil && snap != nil && x != policy.Neutral[i] {
 					t.Errorf("unknown kernel feature %s = %v, want neutral %v", policy.FeatureNames[i], x, policy.Neutral[i])
 				}
 			}
@@ -94,18 +101,35 @@ func TestBuildIsNaNSafe(t *testing.T) {
 	}
 }
 
-func TestLateTaskHasZeroSlackAndMeanCostFallback(t *testing.T) {
+func TestMeanCostFallback(t *testing.T) {
 	a := NewAssembler(Config{})
 	a.Classes().Observe("batch", 40)
 	a.Classes().Observe("batch", 60)
 	now := time.Unix(0, 0)
-	d := &Descriptor{Class: "batch", SLAMs: 10, Arrival: now.Add(-time.Second)}
+	d := &Descriptor{Class: "batch", SLAMs: 10}
 	in := a.Inputs(d, now, nil)
 	if in.CostMs != 50 {
 		t.Errorf("cost without descriptor value = %v, want class mean 50", in.CostMs)
 	}
-	if v := a.Build(d, now, nil); v[1] != 0 {
-		t.Errorf("late task slack %v, want 0", v[1])
+}
+
+// Waits are the node's recent queueing delays: broken reports are no
+// sample, and a node with no recent outcome has none.
+func TestObserveWait(t *testing.T) {
+	a := NewAssembler(Config{})
+	now := time.Now()
+	for _, w := range []float64{math.NaN(), -1, math.Inf(1)} {
+		a.ObserveWait(now, w)
+	}
+	if in := a.NodeInputs(nil, now); !math.IsNaN(in.WaitP50Ms) {
+		t.Fatalf("broken waits read as %v", in.WaitP50Ms)
+	}
+	a.ObserveWait(now, 8)
+	if in := a.NodeInputs(nil, now); in.WaitP50Ms != 8 || in.WaitP99Ms != 8 {
+		t.Fatalf("one wait of 8: %v %v", in.WaitP50Ms, in.WaitP99Ms)
+	}
+	if in := a.NodeInputs(nil, now.Add(time.Hour)); !math.IsNaN(in.WaitP50Ms) {
+		t.Fatalf("an hour later: %v", in.WaitP50Ms)
 	}
 }
 
@@ -114,8 +138,8 @@ func BenchmarkBuild(b *testing.B) {
 	a.Classes().Observe("web", 10)
 	s := knownSnapshot()
 	d := &Descriptor{Class: "web", SLAMs: 50}
-	node := a.NodeInputs(s)
 	now := time.Now()
+	node := a.NodeInputs(s, now)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		_ = a.BuildTask(&node, d, 7, now)

@@ -41,7 +41,7 @@ type Features [policy.NumFeatures]Feature
 // source feeds which feature, so /metrics, /readyz, the node-state
 // snapshot and `triage signals`, which all read it, cannot disagree.
 func (a *Assembler) Features(snap *signals.Snapshot, queueLen int, now time.Time) Features {
-	node := a.NodeInputs(snap)
+	node := a.NodeInputs(snap, now)
 	vec := a.BuildTask(&node, nil, queueLen, now)
 	var f Features
 	for i, src := range a.sources(snap) {
@@ -54,8 +54,8 @@ func (a *Assembler) Features(snap *signals.Snapshot, queueLen int, now time.Time
 // Config.SyscallFeature, as its value does (policy.Vector).
 func (a *Assembler) sources(snap *signals.Snapshot) [policy.NumFeatures]Source {
 	var s [policy.NumFeatures]Source
-	s[policy.FeatQueueFill] = SourceAgent
-	s[policy.FeatSLASlack] = SourceDescriptor
+	s[policy.FeatQueue] = SourceAgent
+	s[policy.FeatSLA] = SourceDescriptor
 	s[policy.FeatCost] = SourceDescriptor // the class's mean cost when the descriptor has none
 	s[policy.FeatClassP50] = SourceOutcomes
 	s[policy.FeatClassP99] = SourceOutcomes
@@ -76,6 +76,8 @@ func (a *Assembler) sources(snap *signals.Snapshot) [policy.NumFeatures]Source {
 	} else {
 		s[policy.FeatNetOrSyscall] = kind(snap.TCP.Source)
 	}
+	s[policy.FeatWaitP50] = SourceOutcomes // latency − service_ms of reported outcomes
+	s[policy.FeatWaitP99] = SourceOutcomes
 	return s
 }
 

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestEveryFeatureHasASource(t *testing.T) {
 				t.Errorf("%s: feature %s has source %q, not one DESIGN.md names", name, policy.FeatureNames[i], f[i].Source)
 			}
 		}
-		if got := f.Sources(); len(got) != policy.NumFeatures || got[policy.FeatQueueFill] != "agent" {
+		if got := f.Sources(); len(got) != policy.NumFeatures || got[policy.FeatQueue] != "agent" {
 			t.Errorf("%s: Sources() = %v", name, got)
 		}
 	}
@@ -42,23 +43,24 @@ func TestEveryFeatureHasASource(t *testing.T) {
 // it comes from: the task's own sources are fixed, the node's are the
 // snapshot's.
 func TestFeaturesPairValuesWithSources(t *testing.T) {
-	a := NewAssembler(Config{QueueCapacity: 10})
+	a := NewAssembler(Config{Workers: 4})
 	now := time.Unix(1000, 0)
 	snap := withSources(knownSnapshot(), signals.SourceEBPF, signals.SourceNetlink, signals.SourceProcfs,
 		signals.SourceNone, signals.SourceEBPF, signals.SourceProcfs)
 	f := a.Features(snap, 4, now)
-	node := a.NodeInputs(snap)
+	node := a.NodeInputs(snap, now)
 	if want := a.BuildTask(&node, nil, 4, now); f.Vector() != want {
 		t.Fatalf("Features values %v\nwant BuildTask      %v", f.Vector(), want)
 	}
-	if f[policy.FeatQueueFill].Value != 0.4 || f[policy.FeatCPUUtil].Value != 0.75 {
-		t.Errorf("queue fill %v, cpu %v", f[policy.FeatQueueFill].Value, f[policy.FeatCPUUtil].Value)
+	if f[policy.FeatQueue].Value != float32(1/math.Log2(65)) || f[policy.FeatCPUUtil].Value != 0.75 {
+		t.Errorf("queue %v, cpu %v", f[policy.FeatQueue].Value, f[policy.FeatCPUUtil].Value)
 	}
 	want := map[int]Source{
-		policy.FeatQueueFill: SourceAgent, policy.FeatSLASlack: SourceDescriptor, policy.FeatCost: SourceDescriptor,
+		policy.FeatQueue: SourceAgent, policy.FeatSLA: SourceDescriptor, policy.FeatCost: SourceDescriptor,
 		policy.FeatClassP50: SourceOutcomes, policy.FeatClassP99: SourceOutcomes, policy.FeatAccelMem: SourceNone,
 		policy.FeatRunqP50: SourceEBPF, policy.FeatRunqP99: SourceEBPF, policy.FeatAcceptQueue: SourceNetlink,
 		policy.FeatBlkioP99: SourceProcfs, policy.FeatCPUUtil: SourceProcfs, policy.FeatNetOrSyscall: SourceEBPF,
+		policy.FeatWaitP50: SourceOutcomes, policy.FeatWaitP99: SourceOutcomes,
 	}
 	for i, src := range want {
 		if f[i].Source != src {

@@ -48,7 +48,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.StringVar(&cfg.NodeName, "node-name", "", "node name for metrics and node state (\"\" = host name; the DaemonSet sets it from spec.nodeName)")
 	fs.DurationVar(&cfg.BatchWindow, "batch-window", 0, "extra time a decision batch waits for more requests (0 = only what arrived during the previous batch)")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", agent.DefaultMaxBatch, "most tasks in one batched model call")
-	fs.IntVar(&cfg.QueueCap, "queue-cap", agent.DefaultQueueCap, "node task queue capacity (denominator of feature 0)")
+	fs.IntVar(&cfg.Workers, "workers", 0, "the upstream executor's worker slots on this node, feature 0's denominator (0: the node's CPUs)")
 	fs.DurationVar(&cfg.TaskTimeout, "task-timeout", agent.DefaultTaskTimeout, "stop tracking a decided task whose outcome has not come after this long")
 	fs.IntVar(&cfg.MaxPending, "max-pending", agent.DefaultMaxPending, "most decided tasks tracked at once (the oldest is timed out early beyond it)")
 	fs.DurationVar(&cfg.StateInterval, "state-interval", agent.DefaultStateInterval, "how often the node state is refreshed")

@@ -21,7 +21,7 @@ func TestAgentHelpDocumentsEveryFlag(t *testing.T) {
 	help := out.String()
 	for _, name := range []string{"quic-addr", "admin-addr", "model", "device", "onnxruntime-lib", "config", "client-ca", "token",
 		"tls-cert", "tls-key", "insecure-listen-any", "experience-dir", "flamegraph-dir", "flamegraph-interval", "shadow-model",
-		"batch-window", "queue-cap", "task-timeout", "no-ebpf", "node-name"} {
+		"batch-window", "workers", "task-timeout", "no-ebpf", "node-name"} {
 		if !strings.Contains(help, "--"+name+" ") && !strings.Contains(help, "--"+name+"\n") {
 			t.Errorf("help lacks --%s", name)
 		}

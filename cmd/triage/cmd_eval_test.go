@@ -50,10 +50,11 @@ func TestEvalJSONLastLine(t *testing.T) {
 	if err := dec.Decode(&got); err != nil {
 		t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
 	}
-	if got.Scenario != "cli" || len(got.Policies) != 7 {
+	names := []string{"dqn", "fifo", "edf", "sjf", "static-class", "slack-rule", "reserve-rule", "codel-lifo", "shed-pi", "gradient2"}
+	if got.Scenario != "cli" || len(got.Policies) != len(names) {
 		t.Fatalf("got %+v", got)
 	}
-	for _, name := range []string{"dqn", "fifo", "edf", "sjf", "static-class", "slack-rule", "reserve-rule"} {
+	for _, name := range names {
 		if len(got.Policies[name]) != 4 {
 			t.Fatalf("policy %s: %v", name, got.Policies[name])
 		}

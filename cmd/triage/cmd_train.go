@@ -55,6 +55,8 @@ func runTrain(args []string) error {
 	blameWeight := fs.Float64("blame-weight", 0, "weight of the blocking price in the training reward (0: the trainer's default, 6; negative: none)")
 	missing := fs.Float64("missing-sources", 0, "per-episode probability that each kernel-signal source is absent, its features neutral (0: the trainer's default, 0.5; negative: none)")
 	hidden := fs.String("hidden", "", "hidden layer widths, comma-separated (default 64,64)")
+	generated := fs.Int("generated", 0, "also train on this many generated scenarios (train.Generate: arrival shapes, class mixes, SLAs, costs, tenants, CPUs, interference drawn from wide distributions)")
+	genSeed := fs.Int64("gen-seed", 1, "seed of the generated scenarios")
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return helpIsNotAnError(err)
@@ -62,18 +64,20 @@ func runTrain(args []string) error {
 	if *expDir != "" {
 		return runFineTune(*expDir, *initModel, *out, *seed, *epochs, *version)
 	}
-	if len(scenarios) == 0 {
-		return errors.New("no --scenario given")
+	if len(scenarios) == 0 && *generated == 0 {
+		return errors.New("no --scenario or --generated given")
 	}
-	var scs []*train.Scenario
+	scs, err := loadScenarios(scenarios)
+	if err != nil {
+		return err
+	}
 	var names []string
-	for _, f := range scenarios {
-		sc, err := train.LoadScenario(f)
-		if err != nil {
-			return err
-		}
-		scs = append(scs, sc)
+	for _, sc := range scs {
 		names = append(names, sc.Name)
+	}
+	if *generated > 0 {
+		scs = append(scs, train.Generate(*genSeed, *generated, train.GenConfig{})...)
+		names = append(names, fmt.Sprintf("%d generated (seed %d)", *generated, *genSeed))
 	}
 	prog := newProgress(os.Stdout)
 	cfg := train.DQNConfig{Seed: *seed, Episodes: *episodes, Ensemble: *ensemble,

@@ -64,8 +64,9 @@ func (b *Policy) Outcomes() int64 { return b.outcomes.Load() }
 // nodeFeatures are the indices of the state vector that describe the node,
 // not the task.
 var nodeFeatures = [...]int{
-	policy.FeatQueueFill, policy.FeatAccelMem, policy.FeatRunqP50, policy.FeatRunqP99,
+	policy.FeatQueue, policy.FeatAccelMem, policy.FeatRunqP50, policy.FeatRunqP99,
 	policy.FeatAcceptQueue, policy.FeatBlkioP99, policy.FeatCPUUtil, policy.FeatNetOrSyscall,
+	policy.FeatWaitP50, policy.FeatWaitP99,
 }
 
 // Decide implements serve.Backend.
@@ -86,7 +87,7 @@ func (b *Policy) Decide(_ context.Context, tasks []*wire.Task) ([]*wire.Decision
 			cost = -1 // unknown: neutral
 		}
 		in := policy.Inputs{
-			QueueLen: -1, QueueCap: -1, RemainingMs: sla, SLAMs: sla, CostMs: cost,
+			QueueLen: -1, Workers: -1, SLAMs: sla, CostMs: cost, WaitP50Ms: -1, WaitP99Ms: -1,
 			ClassP50Ms: -1, ClassP99Ms: -1, AccelMemFill: -1, RunqP50Us: -1, RunqP99Us: -1,
 			AcceptQueueFill: -1, BlkioP99Us: -1, CPUUtil: -1, RetransFraction: -1,
 		}

@@ -42,7 +42,7 @@ func TestPolicyDecidesWithTheNodeState(t *testing.T) {
 		t.Fatalf("epoch %d, %v", epoch, err)
 	}
 	for f, v := range seen.states[0] {
-		isNode := f == policy.FeatQueueFill || f >= policy.FeatAccelMem
+		isNode := f == policy.FeatQueue || f >= policy.FeatAccelMem
 		if isNode != (v == 0.75) {
 			t.Errorf("feature %d = %v: node features come from the snapshot, task features from the descriptor", f, v)
 		}

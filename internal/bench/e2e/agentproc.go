@@ -24,7 +24,7 @@ import (
 type agentProcessConfig struct {
 	bin, dir, model string
 	noEBPF          bool
-	queueCap        int
+	workers         int
 }
 
 // agentProcess is a `triage agent` the bench runs as a child, so that its
@@ -56,7 +56,7 @@ func startAgentProcess(ctx context.Context, c agentProcessConfig) (*agentProcess
 	args := []string{"agent", "--quic-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
 		"--tls-cert", certFile, "--tls-key", keyFile,
 		"--experience-dir", filepath.Join(c.dir, "experience"), "--flamegraph-dir", filepath.Join(c.dir, "flamegraphs"),
-		"--flamegraph-interval", "10s", "--queue-cap", strconv.Itoa(c.queueCap)}
+		"--flamegraph-interval", "10s", "--workers", strconv.Itoa(c.workers)}
 	if c.model != "" {
 		args = append(args, "--model", c.model)
 	}

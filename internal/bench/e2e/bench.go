@@ -108,7 +108,7 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		return nil, fmt.Errorf("--keep-dir: %w", err)
 	}
 	ag, err := startAgentProcess(ctx, agentProcessConfig{
-		bin: c.AgentBin, dir: dir, model: c.Model, noEBPF: c.NoEBPF, queueCap: 64 * sc.Workers,
+		bin: c.AgentBin, dir: dir, model: c.Model, noEBPF: c.NoEBPF, workers: sc.Workers,
 	})
 	if err != nil {
 		return nil, err
