@@ -146,6 +146,40 @@ func TestTracker(t *testing.T) {
 	}
 }
 
+// The tracker's backlog per priority is the expected work of the tasks
+// it tracks: decided adds, finished, evicted and replaced take away.
+func TestTrackerBacklog(t *testing.T) {
+	tr := newTracker(time.Second, 3)
+	t0 := time.Unix(1000, 0)
+	add := func(id uint64, action uint8, cost float64) []*pendingTask {
+		return tr.add(&pendingTask{id: id, action: action, costMs: cost, decidedAt: t0.Add(time.Duration(id) * time.Millisecond)}, nil)
+	}
+	add(1, 4, 10)
+	add(2, 0, 200)
+	add(3, 4, 5)
+	if n, w := tr.load(); n != 3 || w[4] != 15 || w[0] != 200 {
+		t.Fatalf("after three: %d tasks, backlog %v", n, w)
+	}
+	tr.finish(1)
+	add(3, 2, 7) // re-decided: its earlier work leaves priority 4
+	if _, w := tr.load(); w[4] != 0 || w[2] != 7 || w[0] != 200 {
+		t.Fatalf("after finish and re-decision: %v", w)
+	}
+	add(4, 1, 1)
+	if ev := add(5, 1, 1); len(ev) != 1 || ev[0].id != 2 {
+		t.Fatalf("evicted %v", ev)
+	}
+	if _, w := tr.load(); w[0] != 0 || w[1] != 2 {
+		t.Fatalf("after evicting the background task: %v", w)
+	}
+	for _, id := range []uint64{3, 4, 5} {
+		tr.finish(id)
+	}
+	if n, w := tr.load(); n != 0 || w != [policy.NumActions]float64{} {
+		t.Fatalf("empty tracker: %d tasks, backlog %v", n, w)
+	}
+}
+
 func TestTrackerOrderStaysBounded(t *testing.T) {
 	tr := newTracker(time.Hour, 100)
 	now := time.Unix(0, 0)

@@ -19,6 +19,7 @@ type decideScratch struct {
 	descs  []state.Descriptor
 	states []policy.State
 	out    []policy.Decision
+	costs  []float64
 }
 
 var scratchPool = sync.Pool{New: func() any { return &decideScratch{} }}
@@ -36,17 +37,22 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 	if len(tasks) == 0 {
 		return nil, a.model.Version(), node.wire.GetEpoch(), nil
 	}
-	qlen := a.tracker.len()
+	qlen, work := a.tracker.load()
 	sc := scratchPool.Get().(*decideScratch)
 	n := len(tasks)
 	if cap(sc.states) < n {
 		sc.descs, sc.states, sc.out = make([]state.Descriptor, n), make([]policy.State, n), make([]policy.Decision, n)
 	}
 	descs, states, out := sc.descs[:n], sc.states[:n], sc.out[:n]
+	costs := sc.costs[:0]
 	for i, t := range tasks {
 		descs[i] = descriptor(t)
-		states[i] = a.asm.BuildTask(&node.inputs, &descs[i], qlen, start)
+		in := a.asm.TaskInputs(&node.inputs, &descs[i], qlen, start)
+		in.InFlightMs = work
+		states[i] = policy.Vector(&in)
+		costs = append(costs, knownOrZero(in.CostMs))
 	}
+	sc.costs = costs
 	version, err := a.batch.decide(ctx, states, out)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -69,7 +75,7 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 		res[i] = &msgs[i]
 		p := &pendingTask{
 			id: tasks[i].GetId(), desc: descs[i],
-			state: states[i], action: uint8(out[i].Priority), q: out[i].Q, model: version, decidedAt: now,
+			state: states[i], action: uint8(out[i].Priority), costMs: costs[i], q: out[i].Q, model: version, decidedAt: now,
 		}
 		for _, ev := range a.tracker.add(p, nil) {
 			a.timedOut(ev, now)
@@ -210,6 +216,14 @@ func (a *Agent) refreshNode(now time.Time) {
 		n.wire.Model = a.model.Version()
 	}
 	a.node.Store(n)
+}
+
+// knownOrZero is x, or 0 when it is unknown (NaN, infinite, negative).
+func knownOrZero(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+		return 0
+	}
+	return x
 }
 
 func orZero(x float64) float64 {

@@ -18,8 +18,11 @@ import (
 // the later decision replaces the earlier one (the earlier then never
 // finishes, which is what the node would see too).
 type tracker struct {
-	mu      sync.Mutex
-	tasks   map[uint64]*pendingTask
+	mu    sync.Mutex
+	tasks map[uint64]*pendingTask
+	// work is the expected work (ms) of the tracked tasks per priority they
+	// were given: features 17 to 19.
+	work    [policy.NumActions]float64
 	order   []orderEntry // decision order, for timeouts; may hold finished ids
 	head    int
 	timeout time.Duration
@@ -31,6 +34,7 @@ type pendingTask struct {
 	desc      state.Descriptor // class already cut to state.MaxClassBytes
 	state     policy.State
 	action    uint8
+	costMs    float64 // the expected cost the state was built with (0 when unknown)
 	q         [policy.NumActions]float32
 	model     string
 	decidedAt time.Time
@@ -49,7 +53,11 @@ func newTracker(timeout time.Duration, max int) *tracker {
 func (t *tracker) add(p *pendingTask, evicted []*pendingTask) []*pendingTask {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if old, ok := t.tasks[p.id]; ok {
+		t.untrack(old)
+	}
 	t.tasks[p.id] = p
+	t.work[p.action] += p.costMs
 	t.order = append(t.order, orderEntry{p.id, p.decidedAt})
 	for len(t.tasks) > t.max && t.head < len(t.order) {
 		evicted = t.popOldest(evicted)
@@ -66,9 +74,20 @@ func (t *tracker) popOldest(out []*pendingTask) []*pendingTask {
 	t.head++
 	if t.current(e) {
 		out = append(out, t.tasks[e.id])
+		t.untrack(t.tasks[e.id])
 		delete(t.tasks, e.id)
 	}
 	return out
+}
+
+// untrack takes p's expected work off the backlog of its priority (before
+// p leaves tasks). Sums of floats drift: the backlog never goes below zero,
+// and restarts from exactly zero when the last task leaves.
+func (t *tracker) untrack(p *pendingTask) {
+	t.work[p.action] = max(0, t.work[p.action]-p.costMs)
+	if len(t.tasks) <= 1 {
+		t.work = [policy.NumActions]float64{}
+	}
 }
 
 // current reports whether order entry e is the tracked decision of its task.
@@ -83,6 +102,7 @@ func (t *tracker) finish(id uint64) (*pendingTask, bool) {
 	defer t.mu.Unlock()
 	p, ok := t.tasks[id]
 	if ok {
+		t.untrack(p)
 		delete(t.tasks, id)
 	}
 	return p, ok
@@ -123,4 +143,11 @@ func (t *tracker) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.tasks)
+}
+
+// load is the tracked tasks and their expected work per priority.
+func (t *tracker) load() (int, [policy.NumActions]float64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.tasks), t.work
 }

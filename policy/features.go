@@ -9,7 +9,7 @@ const StateSchema = "triage.state.v2"
 // NumFeatures is the length of the state vector, NumActions the number of
 // priority levels (0 lowest .. 4 highest).
 const (
-	NumFeatures = 14
+	NumFeatures = 20
 	NumActions  = 5
 )
 
@@ -32,6 +32,15 @@ const (
 	FeatNetOrSyscall        // TCP retransmit fraction, or syscall p99 of the watched cgroup
 	FeatWaitP50             // queueing delay p50 of the node's recently finished tasks, log-scaled
 	FeatWaitP99             // queueing delay p99 of the same
+	// The rest are relative to the task's own SLA, squashed x/(1+x) so that
+	// x = 1 (as long as the SLA) reads 0.5: what makes a decision carry
+	// over between workloads whose time scales differ by a thousand times.
+	FeatCostOverSLA     // expected cost / SLA
+	FeatClassP99OverSLA // class p99 service time / SLA
+	FeatWaitP99OverSLA  // node queueing delay p99 / SLA
+	FeatBacklogTop      // expected work in flight at priority 4, per worker, / SLA
+	FeatBacklogFore     // the same at priorities 1..4 (what a foreground task waits behind)
+	FeatBacklogAll      // the same at every priority
 )
 
 // FeatureNames lists the features of triage.state.v2 in vector order. The
@@ -51,6 +60,13 @@ var FeatureNames = [NumFeatures]string{
 	FeatNetOrSyscall: "net_or_syscall",
 	FeatWaitP50:      "wait_p50_log",
 	FeatWaitP99:      "wait_p99_log",
+
+	FeatCostOverSLA:     "cost_over_sla",
+	FeatClassP99OverSLA: "class_p99_over_sla",
+	FeatWaitP99OverSLA:  "wait_p99_over_sla",
+	FeatBacklogTop:      "backlog_top_over_sla",
+	FeatBacklogFore:     "backlog_fore_over_sla",
+	FeatBacklogAll:      "backlog_all_over_sla",
 }
 
 // KernelFeatures are the features read from the kernel (eBPF, or its
@@ -69,18 +85,18 @@ type State [NumFeatures]float32
 // A value that is NaN, infinite or negative means "unknown" and maps to the
 // feature's neutral value.
 type Inputs struct {
-	QueueLen float64 // tasks decided and not yet finished
-	Workers  float64 // the executor's worker slots on the node
-	SLAMs    float64 // the task's SLA
-	CostMs   float64 // expected service time of this task
-	ClassP50Ms         float64 // p50 service time of the class (reported outcomes)
-	ClassP99Ms         float64 // p99 service time of the class
-	AccelMemFill       float64 // accelerator memory in use / total, 0 without a GPU
-	RunqP50Us          float64 // run-queue latency p50, microseconds
-	RunqP99Us          float64 // run-queue latency p99, microseconds
-	AcceptQueueFill    float64 // max over watched listeners of backlog / max backlog
-	BlkioP99Us         float64 // block I/O latency p99, microseconds
-	CPUUtil            float64 // 0..1
+	QueueLen        float64 // tasks decided and not yet finished
+	Workers         float64 // the executor's worker slots on the node
+	SLAMs           float64 // the task's SLA
+	CostMs          float64 // expected service time of this task
+	ClassP50Ms      float64 // p50 service time of the class (reported outcomes)
+	ClassP99Ms      float64 // p99 service time of the class
+	AccelMemFill    float64 // accelerator memory in use / total, 0 without a GPU
+	RunqP50Us       float64 // run-queue latency p50, microseconds
+	RunqP99Us       float64 // run-queue latency p99, microseconds
+	AcceptQueueFill float64 // max over watched listeners of backlog / max backlog
+	BlkioP99Us      float64 // block I/O latency p99, microseconds
+	CPUUtil         float64 // 0..1
 	// Feature 11 is the TCP retransmit fraction of sent segments (5% or more
 	// reads as 1) unless SyscallFeature is set, in which case it is the
 	// syscall latency p99 of the watched cgroup, log-scaled.
@@ -91,6 +107,10 @@ type Inputs struct {
 	// time) of the node's recently finished tasks (policy.WaitWindow): what
 	// a controller in the service measures.
 	WaitP50Ms, WaitP99Ms float64
+	// InFlightMs is the expected work (the descriptors' costs, ms) of the
+	// tasks decided and not finished, per priority they were given: the
+	// backlog a new task would wait behind at each priority.
+	InFlightMs [NumActions]float64
 }
 
 // Log-scale ranges: a value at lo or below maps to 0, at hi or above to 1,
@@ -152,8 +172,36 @@ func Vector(in *Inputs) State {
 	}
 	set(FeatWaitP50, msRange.scale(in.WaitP50Ms), known(in.WaitP50Ms))
 	set(FeatWaitP99, msRange.scale(in.WaitP99Ms), known(in.WaitP99Ms))
+	sla := in.SLAMs
+	if !(known(sla) && sla > 0) {
+		sla = math.NaN() // every relative feature unknown
+	}
+	rel := func(f int, x float64) { set(f, squash(x/sla), known(x) && !math.IsNaN(sla)) }
+	rel(FeatCostOverSLA, in.CostMs)
+	rel(FeatClassP99OverSLA, in.ClassP99Ms)
+	rel(FeatWaitP99OverSLA, in.WaitP99Ms)
+	var top, fore, all float64
+	for level, ms := range in.InFlightMs {
+		all += ms
+		if level >= 1 {
+			fore += ms
+		}
+		if level == NumActions-1 {
+			top += ms
+		}
+	}
+	w := in.Workers
+	if !(known(w) && w > 0) {
+		w = math.NaN()
+	}
+	rel(FeatBacklogTop, top/w)
+	rel(FeatBacklogFore, fore/w)
+	rel(FeatBacklogAll, all/w)
 	return s
 }
+
+// squash maps [0, ∞) onto [0, 1): x/(1+x).
+func squash(x float64) float64 { return x / (1 + x) }
 
 func known(x float64) bool { return x >= 0 && !math.IsInf(x, 0) } // false for NaN too
 

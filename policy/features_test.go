@@ -8,8 +8,8 @@ import (
 // The Feat* constants cover the vector once each, and each names the slot
 // Vector writes its input into.
 func TestFeatureIndicesMatchVector(t *testing.T) {
-	if FeatWaitP99 != NumFeatures-1 {
-		t.Fatalf("last feature index %d, vector length %d", FeatWaitP99, NumFeatures)
+	if FeatBacklogAll != NumFeatures-1 {
+		t.Fatalf("last feature index %d, vector length %d", FeatBacklogAll, NumFeatures)
 	}
 	seen := map[string]bool{}
 	for i, n := range FeatureNames {
@@ -44,6 +44,31 @@ func TestFeatureIndicesMatchVector(t *testing.T) {
 			if v[i] != want {
 				t.Errorf("setting %s: feature %s = %v, want %v", FeatureNames[feat], FeatureNames[i], v[i], want)
 			}
+		}
+	}
+}
+
+// The relative features read the task's SLA: a cost of a third of it, a
+// class p99 and a wait as long as it, and backlogs of one and three SLAs
+// per worker at the top and in the foreground.
+func TestRelativeFeatures(t *testing.T) {
+	in := Inputs{SLAMs: 30, CostMs: 10, ClassP99Ms: 30, WaitP99Ms: 30, Workers: 2,
+		InFlightMs: [NumActions]float64{4: 60, 2: 120, 0: 1000}}
+	v := Vector(&in)
+	want := map[int]float32{
+		FeatCostOverSLA: 0.25, FeatClassP99OverSLA: 0.5, FeatWaitP99OverSLA: 0.5,
+		FeatBacklogTop: 0.5, FeatBacklogFore: 0.75, FeatBacklogAll: float32(squash(1180.0 / 2 / 30)),
+	}
+	for f, w := range want {
+		if math.Abs(float64(v[f]-w)) > 1e-6 {
+			t.Errorf("%s = %v, want %v", FeatureNames[f], v[f], w)
+		}
+	}
+	in.SLAMs = math.NaN()
+	v = Vector(&in)
+	for f := range want {
+		if v[f] != Neutral[f] {
+			t.Errorf("without an SLA %s = %v, want neutral", FeatureNames[f], v[f])
 		}
 	}
 }

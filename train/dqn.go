@@ -68,6 +68,11 @@ type DQNConfig struct {
 	// about as much as the best policies differ, so a checkpoint chosen on
 	// one seed is partly chosen for its luck; more seeds choose it for skill.
 	ValidationSeeds int
+	// ValidationScenarios caps how many of the training scenarios the
+	// validation runs on (spread evenly over the list), default 12: a
+	// generated suite of a hundred would otherwise cost more to validate
+	// than to train on.
+	ValidationScenarios int
 	// AverageDecay is the per-step decay of the exponential moving average
 	// of the online weights (Polyak averaging), default 0.999. The average
 	// is validated alongside the online network and kept when it scores
@@ -99,6 +104,12 @@ type DQNConfig struct {
 	DemoEpisodes int
 	DemoMargin   float64
 	DemoWeight   float64 // default 1 when DemoMargin > 0
+	// Teacher is the demonstrator: a baseline's name (train.Baselines), or
+	// "best", the baseline with the highest SLA attainment on each training
+	// scenario (measured before training on an arrival seed training never
+	// uses), so the network is shown, per workload, the best hand-written
+	// or adaptive policy there is for it. Default "static-class".
+	Teacher string
 	// DemoEpsilon is the random-action rate of the demonstration
 	// episodes, default 0.2, so the alternatives get values too.
 	DemoEpsilon float64
@@ -150,12 +161,16 @@ func (c DQNConfig) withDefaults() DQNConfig {
 	def(&c.EpisodeSeconds, 60)
 	defI(&c.EvalEvery, 4)
 	defI(&c.ValidationSeeds, 1)
+	defI(&c.ValidationScenarios, 12)
 	def(&c.AverageDecay, 0.999)
 	defI(&c.Ensemble, 1)
 	if c.DemoMargin > 0 {
 		def(&c.DemoWeight, 1)
 	}
 	def(&c.DemoEpsilon, 0.2)
+	if c.Teacher == "" {
+		c.Teacher = "static-class"
+	}
 	return c
 }
 
@@ -236,6 +251,7 @@ type trainer struct {
 	// teacher is the demonstrator of the current episode's scenario,
 	// teacherAct its action per task ID, demo whether the behaviour follows it.
 	teacher    Policy
+	teachers   *teachers
 	teacherAct []uint8
 	demo       bool
 	scratch    []float32
@@ -258,12 +274,16 @@ func TrainDQN(scenarios []*Scenario, cfg DQNConfig) (*TrainResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	tch, err := newTeachers(scenarios, cfg)
+	if err != nil {
+		return nil, err
+	}
 	res := &TrainResult{Config: cfg}
 	var members []*policy.MLP
 	for m := 0; m < cfg.Ensemble; m++ {
 		mc := cfg
 		mc.Seed = cfg.Seed + int64(m)
-		net, curve, ep, score, err := trainMember(scenarios, mc, val, m)
+		net, curve, ep, score, err := trainMember(scenarios, mc, val, tch, m)
 		if err != nil {
 			return nil, err
 		}
@@ -279,9 +299,9 @@ func TrainDQN(scenarios []*Scenario, cfg DQNConfig) (*TrainResult, error) {
 	return res, nil
 }
 
-func trainMember(scenarios []*Scenario, cfg DQNConfig, val *validator, member int) (*policy.MLP, []EpisodeStats, int, float64, error) {
+func trainMember(scenarios []*Scenario, cfg DQNConfig, val *validator, tch *teachers, member int) (*policy.MLP, []EpisodeStats, int, float64, error) {
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x64716e))
-	tr := &trainer{cfg: cfg, rng: rng}
+	tr := &trainer{cfg: cfg, rng: rng, teachers: tch}
 	tr.online = newMLP(rng, cfg.Hidden)
 	tr.target = cloneMLP(tr.online)
 	tr.avg = cloneMLP(tr.online)
@@ -344,7 +364,9 @@ type validator struct {
 
 func newValidator(scenarios []*Scenario, cfg DQNConfig) (*validator, error) {
 	v := &validator{}
-	for i, sc := range scenarios {
+	step := max(1, len(scenarios)/cfg.ValidationScenarios)
+	for i := 0; i < len(scenarios) && len(v.scenarios) < cfg.ValidationScenarios*cfg.ValidationSeeds; i += step {
+		sc := scenarios[i]
 		sc = capDuration(sc, cfg.EpisodeSeconds)
 		for k := range cfg.ValidationSeeds {
 			seed := -(cfg.Seed*7919 + int64(i) + 1 + int64(k)*1_000_003)
@@ -387,8 +409,16 @@ func capDuration(sc *Scenario, seconds float64) *Scenario {
 	return &c
 }
 
-// explorer is the ε-greedy behaviour policy over the online network.
+// explorer is the ε-greedy behaviour policy over the online network. It
+// passes finished tasks on to a teacher that measures its node (a
+// controller), so the teacher decides as it would running alone.
 type explorer struct{ tr *trainer }
+
+func (e explorer) Finished(t *Task, startMs, nowMs float64) {
+	if o, ok := e.tr.teacher.(Observer); ok {
+		o.Finished(t, startMs, nowMs)
+	}
+}
 
 func (e explorer) Name() string { return "dqn-explore" }
 func (e explorer) Assign(t *Task, v *NodeView) (int, float64, error) {
@@ -418,7 +448,7 @@ func (tr *trainer) episode(sc *Scenario, seed int64) (EpisodeStats, error) {
 	tr.lossSum, tr.lossN = 0, 0
 	tr.teacher, tr.teacherAct = nil, tr.teacherAct[:0]
 	if tr.cfg.DemoMargin > 0 || tr.cfg.DemoEpisodes > 0 {
-		tr.teacher = NewStaticClass(sc)
+		tr.teacher = tr.teachers.of(sc)
 	}
 	teach := func(id int) uint8 {
 		if id < len(tr.teacherAct) {

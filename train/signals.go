@@ -129,8 +129,9 @@ func (g *signals) noise(sigma float64) float64 { return math.Exp(sigma * g.r.Nor
 
 // state builds the state vector of task o arriving now with queueLen tasks
 // decided and not finished (including o's predecessors in service).
-func (g *signals) state(o *Outcome, queueLen int, now float64) policy.State {
+func (g *signals) state(o *Outcome, queueLen int, inFlight *[policy.NumActions]float64, now float64) policy.State {
 	in := g.inputs(o, queueLen, now)
+	in.InFlightMs = *inFlight
 	return policy.Vector(&in)
 }
 

@@ -145,8 +145,9 @@ type simulator struct {
 	sig         *signals
 	view        NodeView
 	workers     int
-	// queuedWork is the expected work (ms) queued at each level, for NodeView.
-	queuedWork [policy.NumActions + 1]float64
+	// inFlight is the expected work (ms) decided and not finished at each
+	// level: features 17 to 19.
+	inFlight [policy.NumActions]float64
 }
 
 func newSimulator(sc *Scenario, cfg SimConfig, seed int64) *simulator {
@@ -236,7 +237,7 @@ func (s *simulator) busy() int { return s.inCPU.Len() + s.inIO.Len() }
 
 func (s *simulator) arrive(i int, p Policy) error {
 	o := &s.out[i]
-	o.State = s.sig.state(o, s.queue.Len()+s.busy(), s.now)
+	o.State = s.sig.state(o, s.queue.Len()+s.busy(), &s.inFlight, s.now)
 	s.view.sim, s.view.Now, s.view.Workers, s.view.State = s, s.now, s.workers, o.State
 	level, key, err := p.Assign(&o.Task, &s.view)
 	if err != nil {
@@ -250,7 +251,7 @@ func (s *simulator) arrive(i int, p Policy) error {
 	}
 	o.Level, o.Key = level, key
 	s.queue.push(i)
-	s.queuedWork[level] += o.ExpectedMs
+	s.inFlight[level] += o.ExpectedMs
 	if s.cfg.OnDecide != nil {
 		s.cfg.OnDecide(o)
 	}
@@ -264,7 +265,6 @@ func (s *simulator) dispatch() {
 			return
 		}
 		o := &s.out[idx]
-		s.queuedWork[o.Level] -= o.ExpectedMs
 		o.StartMs, o.Started = s.now, true
 		if s.cfg.TrackHarm {
 			o.Harm = s.harmOf(o)
@@ -329,6 +329,7 @@ func (s *simulator) finish(idx int) {
 	o := &s.out[idx]
 	o.FinishMs = s.now
 	o.Finished = true
+	s.inFlight[o.Level] -= o.ExpectedMs
 	o.Met = o.FinishMs <= o.DeadlineMs()
 	o.Phase = s.sig.phase(s.now / 1000)
 	o.Util = s.sig.util

@@ -50,6 +50,7 @@ func runTrain(args []string) error {
 	demoEpisodes := fs.Int("demo-episodes", 0, "episodes per member whose behaviour follows the demonstrator (the training scenario's static-class baseline), DQfD")
 	demoMargin := fs.Float64("demo-margin", 0, "DQfD large-margin loss towards the demonstrator's action (0: off)")
 	demoWeight := fs.Float64("demo-weight", 0, "weight of the DQfD margin loss (0: 1)")
+	teacher := fs.String("teacher", "", "the demonstrator: a baseline's name, or best (each training scenario's best baseline); default static-class")
 	valSeeds := fs.Int("validation-seeds", 0, "arrival seeds per training scenario for checkpoint validation (0: 1)")
 	harmWeight := fs.Float64("harm-weight", 0, "weight of the overtaking price in the training reward (0: 1)")
 	blameWeight := fs.Float64("blame-weight", 0, "weight of the blocking price in the training reward (0: the trainer's default, 6; negative: none)")
@@ -81,7 +82,7 @@ func runTrain(args []string) error {
 	}
 	prog := newProgress(os.Stdout)
 	cfg := train.DQNConfig{Seed: *seed, Episodes: *episodes, Ensemble: *ensemble,
-		DemoEpisodes: *demoEpisodes, DemoMargin: *demoMargin, DemoWeight: *demoWeight, ValidationSeeds: *valSeeds,
+		DemoEpisodes: *demoEpisodes, DemoMargin: *demoMargin, DemoWeight: *demoWeight, Teacher: *teacher, ValidationSeeds: *valSeeds,
 		HarmWeight: *harmWeight, BlameWeight: *blameWeight, MissingSources: *missing}
 	for _, h := range strings.Split(*hidden, ",") {
 		if h = strings.TrimSpace(h); h == "" {
