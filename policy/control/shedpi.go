@@ -38,7 +38,9 @@ type ShedPIParams struct {
 var DefaultShedPI = ShedPIParams{Tiers: Tiers{UrgentMs: 50}, TargetMs: 20, PeriodMs: 100, Percentile: 0.9, Kp: 0.5, Ki: 0.2}
 
 // NewShedPI returns the controller with parameters p.
-func NewShedPI(p ShedPIParams) *ShedPI { return &ShedPI{p: p, threshold: 1, per: period{lenMs: p.PeriodMs}} }
+func NewShedPI(p ShedPIParams) *ShedPI {
+	return &ShedPI{p: p, threshold: 1, per: period{lenMs: p.PeriodMs}}
+}
 
 func (*ShedPI) Name() string { return "shed-pi" }
 

@@ -46,8 +46,8 @@ type BenchConfig struct {
 type Report struct {
 	FIFO, Agent *Result
 	Rules       []*Result // the in-process baselines, in run order
-	Evaluation        *train.Evaluation
-	Stats             AgentStats
+	Evaluation  *train.Evaluation
+	Stats       AgentStats
 }
 
 // AgentStats is the "agent" object of the JSON line.
