@@ -1,10 +1,25 @@
 package policy
 
-// Decision is the policy's answer for one task: the chosen priority and the
-// Q-value of every priority level.
+// Decision is the policy's answer for one task: the chosen priority, the
+// Q-value of every priority level, and how sure the network is of it.
 type Decision struct {
 	Priority int
 	Q        [NumActions]float32
+	// Agreement is the fraction of an ensemble's members whose own best
+	// priority is Priority (the mean's); 1 for a single network.
+	Agreement float32
+	// OutOfRange is set when the state lies outside the feature ranges the
+	// model was trained on (Metadata.Ranges, by more than RangeTolerance):
+	// the network's answer there is an extrapolation.
+	OutOfRange bool
+}
+
+// settle fills in what follows from d.Q, the members' Q-values (member-major,
+// k members) and the state: the priority, the agreement and the range flag.
+func (d *Decision) settle(members []float32, k int, ranges *FeatureRanges, s *State) {
+	d.Priority = Argmax(&d.Q)
+	d.Agreement = agreement(members, k, d.Priority)
+	d.OutOfRange = ranges.Outside(s) >= 0
 }
 
 // Decider is what the agent and the evaluator call: a batch of states in, one

@@ -62,9 +62,11 @@ func appendCUDA(opts *ort.SessionOptions, deviceID int) error {
 
 // newORTSession creates the session on the device cfg asks for and returns
 // the device that actually runs it.
-func newORTSession(model []byte, cfg Config) (*ort.DynamicAdvancedSession, string, error) {
+// members is the model's ensemble size; above 1 the session reads the
+// members' output as well as the mean.
+func newORTSession(model []byte, members int, cfg Config) (*ort.DynamicAdvancedSession, string, error) {
 	if cfg.Device != DeviceCPU {
-		s, err := createSession(model, cfg, true)
+		s, err := createSession(model, members, cfg, true)
 		if err == nil {
 			return s, DeviceCUDA, nil
 		}
@@ -73,20 +75,24 @@ func newORTSession(model []byte, cfg Config) (*ort.DynamicAdvancedSession, strin
 		}
 		cfg.Logger.Info("policy: CUDA unavailable, running the model on CPU", "reason", err.Error(), "library", RuntimeLibrary(), "hint", "see docs/gpu.md")
 	}
-	s, err := createSession(model, cfg, false)
+	s, err := createSession(model, members, cfg, false)
 	if err != nil {
 		return nil, "", err
 	}
 	return s, DeviceCPU, nil
 }
 
-func createSession(model []byte, cfg Config, cuda bool) (*ort.DynamicAdvancedSession, error) {
+func createSession(model []byte, members int, cfg Config, cuda bool) (*ort.DynamicAdvancedSession, error) {
 	opts, err := sessionOptions(cfg, cuda)
 	if err != nil {
 		return nil, err
 	}
 	defer opts.Destroy()
-	s, err := ort.NewDynamicAdvancedSessionWithONNXData(model, []string{InputName}, []string{OutputName}, opts)
+	outputs := []string{OutputName}
+	if members > 1 {
+		outputs = append(outputs, MembersOutputName)
+	}
+	s, err := ort.NewDynamicAdvancedSessionWithONNXData(model, []string{InputName}, outputs, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating ORT session: %w", err)
 	}

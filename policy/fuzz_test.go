@@ -11,6 +11,10 @@ import (
 func FuzzReadONNX(f *testing.F) {
 	f.Add(mustMarshal(f, BootstrapMLP(), BootstrapMetadata()))
 	f.Add(mustMarshal(f, randomMLP(rand.New(rand.NewPCG(9, 9)), 5, 3), testMetadata("fuzz")))
+	ens := testMetadata("fuzz-ensemble")
+	ens.Ranges = &FeatureRanges{}
+	ens.Ranges.Observe(Neutral)
+	f.Add(mustMarshal(f, randomEnsemble(rand.New(rand.NewPCG(9, 10)), 3, 4), ens))
 	f.Add(foreignModel(true))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {

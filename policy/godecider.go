@@ -12,7 +12,7 @@ type GoDecider struct {
 	mlp     *MLP
 	meta    Metadata
 	invalid error     // m.Validate() at construction; Decide refuses a bad MLP instead of panicking
-	scratch sync.Pool // *[]float32 of 2*maxWidth
+	scratch sync.Pool // *[]float32: the forward pass's scratch, then the members' Q-values
 }
 
 // NewGoDecider wraps m; m must not change afterwards. An m that fails
@@ -24,9 +24,9 @@ func NewGoDecider(m *MLP, meta Metadata) *GoDecider {
 	} else {
 		d.invalid = m.Validate()
 	}
-	w := d.mlp.maxWidth()
+	n := d.mlp.ScratchLen() + NumActions*d.mlp.NumMembers()
 	d.scratch.New = func() any {
-		s := make([]float32, 2*w)
+		s := make([]float32, n)
 		return &s
 	}
 	return d
@@ -42,9 +42,11 @@ func (d *GoDecider) Decide(states []State, out []Decision) error {
 	}
 	sp := d.scratch.Get().(*[]float32)
 	defer d.scratch.Put(sp)
+	k := d.mlp.NumMembers()
+	fwd, members := (*sp)[:d.mlp.ScratchLen()], (*sp)[d.mlp.ScratchLen():]
 	for i := range states {
-		d.mlp.Forward(&states[i], &out[i].Q, *sp)
-		out[i].Priority = Argmax(&out[i].Q)
+		d.mlp.ForwardMembers(&states[i], &out[i].Q, members, fwd)
+		out[i].settle(members, k, d.meta.Ranges, &states[i])
 	}
 	return nil
 }

@@ -8,6 +8,10 @@ type Metadata struct {
 	Features    []string // ordered feature names, as FeatureNames
 	Version     string   // model version, shown in answers and /metrics
 	Description string   // free text: how it was trained
+	// Ranges is the range of every feature over the training states
+	// (MetaFeatureRanges); nil when the model does not say, and then no
+	// state is out of range.
+	Ranges *FeatureRanges
 	// Extra carries anything else (trainer, seed, scenarios, git revision).
 	Extra map[string]string
 }

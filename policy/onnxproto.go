@@ -70,11 +70,15 @@ const (
 
 // The model format: what WriteONNX produces and ReadONNX accepts.
 const (
-	// InputName and OutputName are the graph's only input ([N,12] float32)
-	// and output ([N,5] float32); N is the dynamic batch dimension.
-	InputName  = "state"
-	OutputName = "q"
-	batchDim   = "N"
+	// InputName is the graph's input ([N,NumFeatures] float32), OutputName
+	// its Q-values ([N,5] float32, the members' mean for an ensemble); N is
+	// the dynamic batch dimension. An ensemble of K members has a second
+	// output, MembersOutputName ([N,5K], member-major), and says K in
+	// MetaMembers.
+	InputName         = "state"
+	OutputName        = "q"
+	MembersOutputName = "q_members"
+	batchDim          = "N"
 
 	// opsetVersion 13 has Gemm with optional C and Relu for float; irVersion 8
 	// is what the onnx package writes for opset 13-15 and every ORT since 1.10
@@ -90,4 +94,10 @@ const (
 	MetaFeatures    = "triage.features"
 	MetaVersion     = "triage.version"
 	MetaDescription = "triage.description"
+	// MetaMembers is an ensemble's member count K (absent for a plain
+	// network); MetaFeatureRanges the training states' range per feature
+	// (FeatureRanges.Encode). The writer sets both from the MLP and
+	// Metadata.Ranges; they are not Extra keys.
+	MetaMembers       = "triage.members"
+	MetaFeatureRanges = "triage.feature_ranges"
 )

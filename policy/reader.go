@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -36,8 +38,11 @@ func ReadMetadata(b []byte) (Metadata, error) {
 }
 
 // ReadONNX decodes a model written by WriteONNX back into its MLP and
-// metadata. It accepts exactly that graph: input "state" [N,12], a chain of
-// Gemm (transB=1, alpha=beta=1) with Relu between them, output "q" [N,5].
+// metadata. It accepts exactly that graph: input "state" [N,NumFeatures], a
+// chain of Gemm (transB=1, alpha=beta=1) with Relu between them, output "q"
+// [N,5]; or, for an ensemble of K members (MetaMembers), the chain ending
+// in "q_members" [N,5K], a second output, and the Gemm that averages it
+// into "q" with exactly the weights WriteONNX writes.
 func ReadONNX(b []byte) (*MLP, Metadata, error) {
 	meta, m, err := readModel(b, true)
 	if err != nil {
@@ -107,9 +112,24 @@ func readModel(b []byte, withGraph bool) (Metadata, *MLP, error) {
 	if fs := props[MetaFeatures]; fs != "" {
 		meta.Features = strings.Split(fs, ",")
 	}
+	if v, ok := props[MetaFeatureRanges]; ok {
+		r, err := ParseFeatureRanges(v)
+		if err != nil {
+			return Metadata{}, nil, err
+		}
+		meta.Ranges = r
+	}
+	members := 1
+	if v, ok := props[MetaMembers]; ok {
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 1 || k > MaxMembers {
+			return Metadata{}, nil, fmt.Errorf("%w: %s is %q, want a count 1..%d", ErrBadMetadata, MetaMembers, v, MaxMembers)
+		}
+		members = k
+	}
 	for k, v := range props {
 		switch k {
-		case MetaSchema, MetaFeatures, MetaVersion, MetaDescription:
+		case MetaSchema, MetaFeatures, MetaVersion, MetaDescription, MetaMembers, MetaFeatureRanges:
 		default:
 			if meta.Extra == nil {
 				meta.Extra = map[string]string{}
@@ -128,7 +148,7 @@ func readModel(b []byte, withGraph bool) (Metadata, *MLP, error) {
 		// date from opset 11.
 		return Metadata{}, nil, fmt.Errorf("%w: default-domain opset %d, want 11 or later", ErrForeignModel, opset)
 	}
-	m, err := readGraph(graph)
+	m, err := readGraph(graph, members)
 	if err != nil {
 		return Metadata{}, nil, err
 	}
@@ -179,7 +199,7 @@ type onnxTensor struct {
 	data []float32
 }
 
-func readGraph(b []byte) (*MLP, error) {
+func readGraph(b []byte, members int) (*MLP, error) {
 	var (
 		nodes   []onnxNode
 		inits   = map[string]onnxTensor{}
@@ -231,15 +251,68 @@ func readGraph(b []byte) (*MLP, error) {
 	if err := checkIO("input", inputs, InputName, NumFeatures); err != nil {
 		return nil, err
 	}
-	if err := checkIO("output", outputs, OutputName, NumActions); err != nil {
+	if members == 1 {
+		if err := checkIO("output", outputs, OutputName, NumActions); err != nil {
+			return nil, err
+		}
+		return mlpFromNodes(nodes, inits, OutputName, 0)
+	}
+	if err := checkEnsembleOutputs(outputs, members); err != nil {
 		return nil, err
 	}
-	return mlpFromNodes(nodes, inits)
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("%w: graph has no nodes", ErrForeignModel)
+	}
+	if err := checkMeanGemm(nodes[len(nodes)-1], inits, members); err != nil {
+		return nil, err
+	}
+	return mlpFromNodes(nodes[:len(nodes)-1], inits, MembersOutputName, members)
 }
 
-// mlpFromNodes walks Gemm, Relu, Gemm, ..., Gemm and rebuilds the layers.
-func mlpFromNodes(nodes []onnxNode, inits map[string]onnxTensor) (*MLP, error) {
-	m := &MLP{}
+// checkEnsembleOutputs wants the two outputs of a K-member ensemble: "q"
+// [N,5] and "q_members" [N,5K].
+func checkEnsembleOutputs(outputs []valueInfo, k int) error {
+	if len(outputs) != 2 {
+		names := make([]string, len(outputs))
+		for i, o := range outputs {
+			names[i] = o.name
+		}
+		return fmt.Errorf("%w: an ensemble of %d members has outputs %v, want %q and %q", ErrForeignModel, k, names, OutputName, MembersOutputName)
+	}
+	if outputs[0].name == MembersOutputName {
+		outputs = []valueInfo{outputs[1], outputs[0]}
+	}
+	if err := checkIO("output", outputs[:1], OutputName, NumActions); err != nil {
+		return err
+	}
+	return checkIO("output", outputs[1:], MembersOutputName, NumActions*k)
+}
+
+// checkMeanGemm wants the graph's last node to be the Gemm that averages
+// "q_members" into "q": weights exactly meanWeightsOf(k), bias zero. Any
+// other last step would make "q" something the Go decider does not compute.
+func checkMeanGemm(n onnxNode, inits map[string]onnxTensor, k int) error {
+	if n.opType != "Gemm" || (n.domain != "" && n.domain != "ai.onnx") || len(n.inputs) != 3 || n.inputs[0] != MembersOutputName ||
+		len(n.outputs) != 1 || n.outputs[0] != OutputName {
+		return fmt.Errorf("%w: the last node (%q, %s on %v) is not the Gemm from %q to %q", ErrForeignModel, n.name, n.opType, n.inputs, MembersOutputName, OutputName)
+	}
+	if n.ints["transB"] != 1 || n.ints["transA"] != 0 || n.floats["alpha"] != 1 || n.floats["beta"] != 1 {
+		return fmt.Errorf("%w: averaging Gemm %q needs transA=0 transB=1 alpha=1 beta=1", ErrForeignModel, n.name)
+	}
+	w, okW := inits[n.inputs[1]]
+	b, okB := inits[n.inputs[2]]
+	want := meanWeightsOf(k)
+	if !okW || !okB || len(w.dims) != 2 || w.dims[0] != NumActions || w.dims[1] != int64(NumActions*k) ||
+		len(b.dims) != 1 || b.dims[0] != NumActions || !slices.Equal(w.data, want) || slices.ContainsFunc(b.data, func(x float32) bool { return x != 0 }) {
+		return fmt.Errorf("%w: averaging Gemm %q does not average %d members (weights 1/%d on each member's action, bias 0)", ErrForeignModel, n.name, k, k)
+	}
+	return nil
+}
+
+// mlpFromNodes walks Gemm, Relu, Gemm, ..., Gemm and rebuilds the layers,
+// the last of which writes final.
+func mlpFromNodes(nodes []onnxNode, inits map[string]onnxTensor, final string, members int) (*MLP, error) {
+	m := &MLP{Members: members}
 	prev, width := InputName, NumFeatures
 	for i := 0; i < len(nodes); i++ {
 		n := nodes[i]
@@ -278,8 +351,8 @@ func mlpFromNodes(nodes []onnxNode, inits map[string]onnxTensor) (*MLP, error) {
 	if len(m.Layers) == 0 {
 		return nil, fmt.Errorf("%w: graph has no Gemm nodes", ErrForeignModel)
 	}
-	if prev != OutputName {
-		return nil, fmt.Errorf("%w: the last node writes %q, want %q", ErrForeignModel, prev, OutputName)
+	if prev != final {
+		return nil, fmt.Errorf("%w: the last layer writes %q, want %q", ErrForeignModel, prev, final)
 	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrForeignModel, err)

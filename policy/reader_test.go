@@ -56,7 +56,7 @@ func foreignModel(withTriageMeta bool) []byte {
 		return appendMessage(g, fGraphOutput, func(v []byte) []byte { return appendBatchValueInfo(v, "y", 3) })
 	})
 	if withTriageMeta {
-		props, _ := metadataProps(BootstrapMetadata())
+		props, _ := metadataProps(BootstrapMetadata(), 1)
 		for _, kv := range props {
 			b = appendMessage(b, fModelMetadataProps, func(e []byte) []byte {
 				e = appendString(e, fEntryKey, kv[0])
@@ -75,7 +75,7 @@ func TestForeignModelIsValidONNXButRefused(t *testing.T) {
 			t.Fatalf("ONNX Runtime: %v", err)
 		}
 		cfg, _ := Config{Device: DeviceCPU}.withDefaults()
-		if s, err := createSession(model, cfg, false); err != nil {
+		if s, err := createSession(model, 1, cfg, false); err != nil {
 			t.Fatalf("ORT refused the foreign model, so the test proves nothing: %v", err)
 		} else {
 			s.Destroy()

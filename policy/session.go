@@ -86,7 +86,7 @@ func LoadBytes(model []byte, cfg Config) (*Session, error) {
 	if err := ensureRuntime(cfg.LibraryPath, cfg.Logger); err != nil {
 		return nil, err
 	}
-	sess, device, err := newORTSession(model, cfg)
+	sess, device, err := newORTSession(model, mlp.NumMembers(), cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +97,7 @@ func LoadBytes(model []byte, cfg Config) (*Session, error) {
 		device:   device,
 		digest:   sha256.Sum256(model),
 		maxBatch: cfg.MaxBatch,
+		tensors:  tensorPool{members: mlp.NumMembers()},
 	}, nil
 }
 
@@ -133,9 +134,15 @@ func (s *Session) run(states []State, out []Decision) error {
 		return fmt.Errorf("running the policy on %d states: %w", len(states), err)
 	}
 	q := io.out.GetData()
+	k := s.tensors.members
+	members := q // a plain network's one member is its Q-values
+	if io.members != nil {
+		members = io.members.GetData()
+	}
+	w := NumActions * max(1, k)
 	for i := range out {
 		copy(out[i].Q[:], q[i*NumActions:(i+1)*NumActions])
-		out[i].Priority = Argmax(&out[i].Q)
+		out[i].settle(members[i*w:(i+1)*w], k, s.meta.Ranges, &states[i])
 	}
 	s.tensors.put(io)
 	return nil

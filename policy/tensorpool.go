@@ -7,22 +7,26 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 )
 
-// ioTensors is one input/output tensor pair of a fixed batch size, with the
-// Value slices Run takes, so a call allocates nothing of its own.
+// ioTensors is one set of input and output tensors of a fixed batch size,
+// with the Value slices Run takes, so a call allocates nothing of its own.
+// members is the ensemble's second output (nil for a plain network).
 type ioTensors struct {
 	n       int
 	in, out *ort.Tensor[float32]
+	members *ort.Tensor[float32]
 	inputs  []ort.Value
 	outputs []ort.Value
 }
 
-// tensorPool keeps idle tensor pairs by batch size. Tensors own C memory, so
+// tensorPool keeps idle tensor sets by batch size. Tensors own C memory, so
 // the pool is an explicit free list (sync.Pool would drop them without
-// Destroy) bounded per size and in total.
+// Destroy) bounded per size and in total. members is the model's ensemble
+// size: above 1, each set has the [n, NumActions*members] output too.
 type tensorPool struct {
-	mu    sync.Mutex
-	free  map[int][]*ioTensors
-	total int
+	members int
+	mu      sync.Mutex
+	free    map[int][]*ioTensors
+	total   int
 }
 
 const (
@@ -49,7 +53,15 @@ func (p *tensorPool) get(n int) (*ioTensors, error) {
 		in.Destroy()
 		return nil, fmt.Errorf("creating output tensor for %d states: %w", n, err)
 	}
-	return &ioTensors{n: n, in: in, out: out, inputs: []ort.Value{in}, outputs: []ort.Value{out}}, nil
+	io := &ioTensors{n: n, in: in, out: out, inputs: []ort.Value{in}, outputs: []ort.Value{out}}
+	if p.members > 1 {
+		if io.members, err = ort.NewEmptyTensor[float32](ort.NewShape(int64(n), int64(NumActions*p.members))); err != nil {
+			io.destroy()
+			return nil, fmt.Errorf("creating the members' output tensor for %d states: %w", n, err)
+		}
+		io.outputs = append(io.outputs, io.members)
+	}
+	return io, nil
 }
 
 func (p *tensorPool) put(io *ioTensors) {
@@ -80,4 +92,7 @@ func (p *tensorPool) destroy() {
 func (io *ioTensors) destroy() {
 	io.in.Destroy()
 	io.out.Destroy()
+	if io.members != nil {
+		io.members.Destroy()
+	}
 }

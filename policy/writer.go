@@ -13,13 +13,17 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// ErrBadMetadata reports metadata that cannot be written: a reserved key in
-// Extra, or a feature name that would not survive the comma-separated list.
+// ErrBadMetadata reports metadata that cannot be written (a reserved key in
+// Extra, a feature name that would not survive the comma-separated list,
+// empty feature ranges) or read (malformed members or feature ranges).
 var ErrBadMetadata = errors.New("policy: bad model metadata")
 
 // WriteONNX writes m as an ONNX model: one Gemm (transB=1) per layer with a
-// Relu between layers, input "state" [N,12] float32 with a dynamic batch
-// dimension, output "q" [N,5] float32, opset 13, and meta in metadata_props.
+// Relu between layers, input "state" [N,NumFeatures] float32 with a dynamic
+// batch dimension, output "q" [N,5] float32, opset 13, and meta in
+// metadata_props. An ensemble (m.Members = K > 1) ends its layers in
+// "q_members" [N,5K], a second graph output, and one more Gemm averages it
+// into "q" with constant 1/K weights; MetaMembers says K.
 func WriteONNX(w io.Writer, m *MLP, meta Metadata) error {
 	b, err := MarshalONNX(m, meta)
 	if err != nil {
@@ -39,7 +43,7 @@ func MarshalONNX(m *MLP, meta Metadata) ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	props, err := metadataProps(meta)
+	props, err := metadataProps(meta, m.NumMembers())
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +75,7 @@ func MarshalONNX(m *MLP, meta Metadata) ([]byte, error) {
 
 // metadataProps orders the key/value pairs as written: Extra sorted by key,
 // then the triage keys with the schema last.
-func metadataProps(meta Metadata) ([][2]string, error) {
+func metadataProps(meta Metadata, members int) ([][2]string, error) {
 	for _, f := range meta.Features {
 		if f == "" || strings.ContainsAny(f, ", \t\n") {
 			return nil, fmt.Errorf("%w: feature name %q must be non-empty without commas or spaces", ErrBadMetadata, f)
@@ -81,7 +85,7 @@ func metadataProps(meta Metadata) ([][2]string, error) {
 	keys := make([]string, 0, len(meta.Extra))
 	for k := range meta.Extra {
 		switch k {
-		case MetaSchema, MetaFeatures, MetaVersion, MetaDescription:
+		case MetaSchema, MetaFeatures, MetaVersion, MetaDescription, MetaMembers, MetaFeatureRanges:
 			return nil, fmt.Errorf("%w: Extra key %q is reserved", ErrBadMetadata, k)
 		case "":
 			return nil, fmt.Errorf("%w: empty Extra key", ErrBadMetadata)
@@ -91,6 +95,15 @@ func metadataProps(meta Metadata) ([][2]string, error) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		props = append(props, [2]string{k, meta.Extra[k]})
+	}
+	if meta.Ranges != nil {
+		if meta.Ranges.Empty() {
+			return nil, fmt.Errorf("%w: feature ranges that observed no state", ErrBadMetadata)
+		}
+		props = append(props, [2]string{MetaFeatureRanges, meta.Ranges.Encode()})
+	}
+	if members > 1 {
+		props = append(props, [2]string{MetaMembers, strconv.Itoa(members)})
 	}
 	props = append(props,
 		[2]string{MetaDescription, meta.Description},
@@ -115,20 +128,9 @@ func appendGraph(g []byte, m *MLP) []byte {
 		last := i == len(m.Layers)-1
 		gemmOut := "gemm" + strconv.Itoa(i)
 		if last {
-			gemmOut = OutputName
+			gemmOut = finalOutput(m)
 		}
-		in := prev
-		g = appendMessage(g, fGraphNode, func(n []byte) []byte {
-			n = appendString(n, fNodeInput, in)
-			n = appendString(n, fNodeInput, wName)
-			n = appendString(n, fNodeInput, bName)
-			n = appendString(n, fNodeOutput, gemmOut)
-			n = appendString(n, fNodeName, "Gemm_"+strconv.Itoa(i))
-			n = appendString(n, fNodeOpType, "Gemm")
-			n = appendMessage(n, fNodeAttribute, func(a []byte) []byte { return appendFloatAttr(a, "alpha", 1) })
-			n = appendMessage(n, fNodeAttribute, func(a []byte) []byte { return appendFloatAttr(a, "beta", 1) })
-			return appendMessage(n, fNodeAttribute, func(a []byte) []byte { return appendIntAttr(a, "transB", 1) })
-		})
+		g = appendGemm(g, "Gemm_"+strconv.Itoa(i), prev, wName, bName, gemmOut)
 		prev = gemmOut
 		if !last {
 			reluOut := "relu" + strconv.Itoa(i)
@@ -141,8 +143,72 @@ func appendGraph(g []byte, m *MLP) []byte {
 			prev = reluOut
 		}
 	}
+	k := m.NumMembers()
+	if k > 1 {
+		g = appendMeanGemm(g, k)
+	}
 	g = appendMessage(g, fGraphInput, func(v []byte) []byte { return appendBatchValueInfo(v, InputName, NumFeatures) })
-	return appendMessage(g, fGraphOutput, func(v []byte) []byte { return appendBatchValueInfo(v, OutputName, NumActions) })
+	g = appendMessage(g, fGraphOutput, func(v []byte) []byte { return appendBatchValueInfo(v, OutputName, NumActions) })
+	if k > 1 {
+		g = appendMessage(g, fGraphOutput, func(v []byte) []byte { return appendBatchValueInfo(v, MembersOutputName, NumActions*k) })
+	}
+	return g
+}
+
+// finalOutput names the last layer's output: the Q-values of a plain
+// network, the members' of an ensemble.
+func finalOutput(m *MLP) string {
+	if m.NumMembers() > 1 {
+		return MembersOutputName
+	}
+	return OutputName
+}
+
+// Names of the averaging Gemm's initializers.
+const (
+	meanWeights = "Wmean"
+	meanBias    = "Bmean"
+)
+
+// meanWeightsOf is the averaging Gemm's [NumActions, NumActions*k] weights:
+// row a holds 1/k at each member's action a and 0 elsewhere, so
+// q = q_members·Wᵀ is the members' mean.
+func meanWeightsOf(k int) []float32 {
+	w := make([]float32, NumActions*NumActions*k)
+	inv := 1 / float32(k)
+	for a := 0; a < NumActions; a++ {
+		for j := 0; j < k; j++ {
+			w[a*NumActions*k+j*NumActions+a] = inv
+		}
+	}
+	return w
+}
+
+// appendMeanGemm writes the Gemm that averages "q_members" into "q", with
+// no Relu before it: the members' Q-values are averaged as they are.
+func appendMeanGemm(g []byte, k int) []byte {
+	g = appendMessage(g, fGraphInitializer, func(t []byte) []byte {
+		return appendFloatTensor(t, meanWeights, meanWeightsOf(k), NumActions, int64(NumActions*k))
+	})
+	g = appendMessage(g, fGraphInitializer, func(t []byte) []byte {
+		return appendFloatTensor(t, meanBias, make([]float32, NumActions), NumActions)
+	})
+	return appendGemm(g, "Gemm_mean", MembersOutputName, meanWeights, meanBias, OutputName)
+}
+
+// appendGemm writes one Gemm node, out = in·Wᵀ + B (transB=1, alpha=beta=1).
+func appendGemm(g []byte, name, in, w, b, out string) []byte {
+	return appendMessage(g, fGraphNode, func(n []byte) []byte {
+		n = appendString(n, fNodeInput, in)
+		n = appendString(n, fNodeInput, w)
+		n = appendString(n, fNodeInput, b)
+		n = appendString(n, fNodeOutput, out)
+		n = appendString(n, fNodeName, name)
+		n = appendString(n, fNodeOpType, "Gemm")
+		n = appendMessage(n, fNodeAttribute, func(a []byte) []byte { return appendFloatAttr(a, "alpha", 1) })
+		n = appendMessage(n, fNodeAttribute, func(a []byte) []byte { return appendFloatAttr(a, "beta", 1) })
+		return appendMessage(n, fNodeAttribute, func(a []byte) []byte { return appendIntAttr(a, "transB", 1) })
+	})
 }
 
 // appendBatchValueInfo describes a float32 tensor of shape [N, width].
