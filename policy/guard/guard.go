@@ -1,0 +1,143 @@
+// Package guard is the policy network's guard: where the network is unsure
+// of a decision (its ensemble's members disagree, or the task's state lies
+// outside what training covered), the task is decided by an adaptive
+// controller (policy/control) instead. One implementation serves the agent
+// and the simulator's evaluation, so the policy `triage eval` scores is the
+// one the agent serves.
+package guard
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/control"
+)
+
+// Reason says who decided a task and why.
+type Reason uint8
+
+const (
+	// Network: the network was sure, its priority stands.
+	Network Reason = iota
+	// Disagree: fewer than the minimum share of the ensemble's members
+	// chose the mean's priority.
+	Disagree
+	// OutOfRange: the state lies outside the feature ranges of training.
+	// When a decision is both out of range and disputed, this is the
+	// reason: the members' agreement means little where none was trained.
+	OutOfRange
+	// NumReasons counts the reasons, for arrays indexed by Reason.
+	NumReasons
+)
+
+var reasonNames = [NumReasons]string{Network: "network", Disagree: "disagree", OutOfRange: "out_of_range"}
+
+// String is the reason as metrics label it.
+func (r Reason) String() string {
+	if r < NumReasons {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", uint8(r))
+}
+
+// DefaultMinAgreement is the share of members that must agree with the
+// mean's priority for the network's decision to stand: with 3 to 5
+// members, a bare majority. The lead's configuration search may move it.
+const DefaultMinAgreement = 0.6
+
+// Config is what makes a decision unsure.
+type Config struct {
+	// MinAgreement: a decision whose Agreement is below it is the
+	// controller's. 0 never overrides on agreement (a single network's
+	// agreement is always 1).
+	MinAgreement float32
+	// OutOfRange: a decision whose state lies outside the model's feature
+	// ranges is the controller's.
+	OutOfRange bool
+}
+
+// DefaultConfig is the agent's default: DefaultMinAgreement, out-of-range
+// states guarded.
+func DefaultConfig() Config { return Config{MinAgreement: DefaultMinAgreement, OutOfRange: true} }
+
+// ErrBadConfig reports a guard that cannot be built.
+var ErrBadConfig = errors.New("guard: bad config")
+
+// Guard holds the best controller and decides with it where the network is
+// unsure. It always runs the controller, for every task, and forwards every
+// finished task to it, so the controller's own state (gradient2's count in
+// flight, CoDel's interval) is as true as if it decided alone. Safe for
+// concurrent use: the controller, which is not, runs under a mutex.
+type Guard struct {
+	cfg Config
+	mu  sync.Mutex
+	c   control.Controller
+}
+
+// New guards with c under cfg.
+func New(c control.Controller, cfg Config) (*Guard, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: no controller", ErrBadConfig)
+	}
+	if !(cfg.MinAgreement >= 0 && cfg.MinAgreement <= 1) {
+		return nil, fmt.Errorf("%w: minimum agreement %v, want a share in [0, 1]", ErrBadConfig, cfg.MinAgreement)
+	}
+	return &Guard{cfg: cfg, c: c}, nil
+}
+
+// Named guards with the controller called name (control.Names) under its
+// default parameters.
+func Named(name string, cfg Config) (*Guard, error) {
+	c, err := control.New(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	return New(c, cfg)
+}
+
+// Controller names the guard's controller.
+func (g *Guard) Controller() string { return g.c.Name() }
+
+// Config returns what makes a decision unsure.
+func (g *Guard) Config() Config { return g.cfg }
+
+// Unsure says whether d is the network's to make (Network) or why not.
+func (g *Guard) Unsure(d *policy.Decision) Reason {
+	switch {
+	case g.cfg.OutOfRange && d.OutOfRange:
+		return OutOfRange
+	case d.Agreement < g.cfg.MinAgreement:
+		return Disagree
+	}
+	return Network
+}
+
+// Decide is the level and key of task t, given the network's decision d:
+// the network's priority with the deadline as key when it is sure, the
+// controller's level and key otherwise, and the reason.
+func (g *Guard) Decide(t *control.Task, d *policy.Decision) (level int, key float64, why Reason) {
+	g.mu.Lock()
+	level, key = g.c.Decide(t)
+	g.mu.Unlock()
+	if why = g.Unsure(d); why == Network {
+		return d.Priority, t.DeadlineMs(), Network
+	}
+	return level, key, why
+}
+
+// Observe tells the controller of a finished task: it started at startMs
+// and finished at finishMs, on the clock of t.ArrivalMs.
+func (g *Guard) Observe(t *control.Task, startMs, finishMs float64) {
+	g.mu.Lock()
+	g.c.Observe(t, startMs, finishMs)
+	g.mu.Unlock()
+}
+
+// Reset makes the controller forget every measurement (a new run).
+func (g *Guard) Reset() {
+	g.mu.Lock()
+	g.c.Reset()
+	g.mu.Unlock()
+}

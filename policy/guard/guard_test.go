@@ -1,0 +1,150 @@
+package guard
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"testing"
+
+	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/control"
+)
+
+// tightGradient2 is a real Gradient2 with a limit of two tasks in flight
+// that never moves (its window is longer than any test), so whether it
+// sheds a task says exactly how many Decide and Observe calls reached it.
+func tightGradient2() *control.Gradient2 {
+	p := control.DefaultGradient2
+	p.InitialLimit, p.WindowSamples = 2, 1<<30
+	return control.NewGradient2(p)
+}
+
+var (
+	sure     = policy.Decision{Priority: 3, Agreement: 1}
+	disputed = policy.Decision{Priority: 3, Agreement: 0.4}
+	outside  = policy.Decision{Priority: 3, Agreement: 1, OutOfRange: true}
+	both     = policy.Decision{Priority: 3, Agreement: 0.2, OutOfRange: true}
+)
+
+func normalTask(at float64) *control.Task {
+	return &control.Task{ArrivalMs: at, SLAMs: 1000, ExpectedMs: 5}
+}
+
+func TestGuardDecidesWhereTheNetworkIsUnsure(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		cfg       Config
+		d         policy.Decision
+		want      Reason
+		wantLevel int
+	}{
+		{"sure", DefaultConfig(), sure, Network, 3},
+		{"members disagree", DefaultConfig(), disputed, Disagree, 2},
+		{"out of range", DefaultConfig(), outside, OutOfRange, 2},
+		{"both: out of range first", DefaultConfig(), both, OutOfRange, 2},
+		{"out of range not guarded", Config{MinAgreement: 0.6}, outside, Network, 3},
+		{"agreement not guarded", Config{OutOfRange: true}, disputed, Network, 3},
+		{"agreement exactly the minimum", Config{MinAgreement: 0.4}, disputed, Network, 3},
+	} {
+		g, err := New(tightGradient2(), c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		task := normalTask(100)
+		level, key, why := g.Decide(task, &c.d)
+		if why != c.want || level != c.wantLevel || key != task.DeadlineMs() {
+			t.Errorf("%s: level %d key %v reason %s, want level %d key %v reason %s", c.name, level, key, why, c.wantLevel, task.DeadlineMs(), c.want)
+		}
+	}
+}
+
+// The controller decides every task, the network's too, and sees every
+// finished task: its state is what it would be if it decided alone.
+func TestGuardRunsTheControllerForEveryTask(t *testing.T) {
+	g, err := New(tightGradient2(), DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := normalTask(0), normalTask(1)
+	if level, _, why := g.Decide(a, &sure); why != Network || level != 3 {
+		t.Fatalf("first task: %d %s", level, why)
+	}
+	if level, _, why := g.Decide(b, &sure); why != Network || level != 3 {
+		t.Fatalf("second task: %d %s", level, why)
+	}
+	// Two in flight already, both decided by the network: an unsure third
+	// is over gradient2's limit of two and goes to the background.
+	if level, _, why := g.Decide(normalTask(2), &disputed); why != Disagree || level != 0 {
+		t.Fatalf("third task, over the limit: level %d reason %s, want the controller's 0", level, why)
+	}
+	for _, done := range []*control.Task{a, b} {
+		g.Observe(done, done.ArrivalMs+1, done.ArrivalMs+6)
+	}
+	// One in flight now: the next unsure task is admitted.
+	if level, _, why := g.Decide(normalTask(10), &disputed); why != Disagree || level != 2 {
+		t.Fatalf("after two finished: level %d reason %s, want the controller's 2", level, why)
+	}
+	g.Reset()
+	g.Decide(normalTask(20), &sure)
+	if level, _, _ := g.Decide(normalTask(21), &disputed); level != 2 {
+		t.Fatalf("after Reset the controller still counted old tasks: level %d", level)
+	}
+}
+
+// Decide and Observe from many goroutines (run with -race): when every task
+// has finished, the controller counts none in flight.
+func TestGuardConcurrentUse(t *testing.T) {
+	g, err := New(tightGradient2(), DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				task := normalTask(float64(w*1000 + i))
+				d := sure
+				if i%3 == 0 {
+					d = disputed
+				}
+				g.Decide(task, &d)
+				g.Observe(task, task.ArrivalMs, task.ArrivalMs+1)
+			}
+		}()
+	}
+	wg.Wait()
+	g.Decide(normalTask(1e6), &sure)
+	if level, _, _ := g.Decide(normalTask(1e6), &disputed); level != 2 {
+		t.Fatalf("the controller lost count under concurrent use: level %d with one task in flight", level)
+	}
+}
+
+func TestGuardRefusesBadConfig(t *testing.T) {
+	for name, f := range map[string]func() (*Guard, error){
+		"nil controller":     func() (*Guard, error) { return New(nil, DefaultConfig()) },
+		"agreement above 1":  func() (*Guard, error) { return New(tightGradient2(), Config{MinAgreement: 1.5}) },
+		"negative agreement": func() (*Guard, error) { return New(tightGradient2(), Config{MinAgreement: -0.1}) },
+		"NaN agreement":      func() (*Guard, error) { return New(tightGradient2(), Config{MinAgreement: float32(math.NaN())}) },
+		"unknown controller": func() (*Guard, error) { return Named("pid", DefaultConfig()) },
+	} {
+		if _, err := f(); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%s: %v, want ErrBadConfig", name, err)
+		}
+	}
+	for _, name := range control.Names {
+		g, err := Named(name, DefaultConfig())
+		if err != nil || g.Controller() != name {
+			t.Errorf("Named(%q): %v", name, err)
+		}
+	}
+}
+
+func TestReasonNames(t *testing.T) {
+	for r, want := range map[Reason]string{Network: "network", Disagree: "disagree", OutOfRange: "out_of_range", NumReasons: "reason(3)"} {
+		if r.String() != want {
+			t.Errorf("%d: %q, want %q", r, r.String(), want)
+		}
+	}
+}
