@@ -18,6 +18,7 @@ import (
 	"github.com/triage-agent/triage/flamegraph"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/policy/defaultmodel"
+	"github.com/triage-agent/triage/policy/guard"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -28,6 +29,8 @@ type Agent struct {
 	log *slog.Logger
 
 	model   *policy.Reloader
+	guard   *guard.Guard // nil: the model's decisions are served as they are
+	started time.Time    // zero of the guard's controller clock
 	shadow  *shadowEval
 	batch   *batcher
 	tracker *tracker         // the tasks in flight: feature 0 and the experience log
@@ -85,7 +88,7 @@ func New(cfg Config) (a *Agent, err error) {
 	}
 	a = &Agent{
 		cfg: cfg, log: cfg.Logger, tracker: newTracker(cfg.TaskTimeout, cfg.MaxPending),
-		asm: state.NewAssembler(state.Config{Workers: cfg.Workers}),
+		asm: state.NewAssembler(state.Config{Workers: cfg.Workers}), started: time.Now(),
 	}
 	built := a // the named result is nil on an error return
 	defer func() {
@@ -94,6 +97,9 @@ func New(cfg Config) (a *Agent, err error) {
 		}
 	}()
 	a.metrics = newMetrics(a)
+	if a.guard, err = newGuard(cfg); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
 
 	pcfg := policy.Config{Device: cfg.Device, LibraryPath: cfg.ORTLibrary, Logger: cfg.Logger}
 	var sess *policy.Session
@@ -236,7 +242,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.ready.Store(true)
 	a.log.Info("triage agent serving",
 		"quic", a.QUICAddr().String(), "admin", a.AdminAddr().String(), "model", a.model.Version(),
-		"device", a.model.Device(), "fingerprint", a.Fingerprint(), "experience", a.cfg.ExperienceDir,
+		"device", a.model.Device(), "guard", a.cfg.Guard, "fingerprint", a.Fingerprint(), "experience", a.cfg.ExperienceDir,
 		"flamegraphs", a.cfg.FlamegraphDir, "node", a.cfg.NodeName)
 	select {
 	case <-ctx.Done():

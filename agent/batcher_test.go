@@ -120,7 +120,7 @@ func TestTracker(t *testing.T) {
 	tr := newTracker(time.Second, 3)
 	t0 := time.Unix(1000, 0)
 	for i := uint64(1); i <= 3; i++ {
-		if ev := tr.add(&pendingTask{id: i, decidedAt: t0.Add(time.Duration(i) * time.Millisecond)}, nil); len(ev) != 0 {
+		if ev, _ := tr.add(&pendingTask{id: i, decidedAt: t0.Add(time.Duration(i) * time.Millisecond)}, nil); len(ev) != 0 {
 			t.Fatalf("evicted %d below max", len(ev))
 		}
 	}
@@ -131,7 +131,7 @@ func TestTracker(t *testing.T) {
 		t.Fatal("finished twice")
 	}
 	tr.add(&pendingTask{id: 4, decidedAt: t0.Add(4 * time.Millisecond)}, nil)
-	ev := tr.add(&pendingTask{id: 5, decidedAt: t0.Add(5 * time.Millisecond)}, nil)
+	ev, _ := tr.add(&pendingTask{id: 5, decidedAt: t0.Add(5 * time.Millisecond)}, nil)
 	if len(ev) != 1 || ev[0].id != 1 {
 		t.Fatalf("beyond max evicted %v, want task 1", ev)
 	}
@@ -139,8 +139,12 @@ func TestTracker(t *testing.T) {
 	if len(exp) != 2 || exp[0].id != 3 || exp[1].id != 4 || tr.len() != 1 {
 		t.Fatalf("expired %d tasks, %d left", len(exp), tr.len())
 	}
-	// A re-decided id is timed out from its latest decision, once.
-	tr.add(&pendingTask{id: 5, decidedAt: t0.Add(3 * time.Second)}, nil)
+	// A re-decided id is timed out from its latest decision, once; the
+	// decision it replaced comes back to the caller (the guard's controller
+	// counts it finished).
+	if _, old := tr.add(&pendingTask{id: 5, decidedAt: t0.Add(3 * time.Second)}, nil); old == nil || old.id != 5 || !old.decidedAt.Equal(t0.Add(5*time.Millisecond)) {
+		t.Fatalf("re-deciding task 5 replaced %+v, want its first decision", old)
+	}
 	if exp := tr.expire(t0.Add(3500*time.Millisecond), nil); len(exp) != 0 {
 		t.Fatalf("re-decided task expired from its first decision: %v", exp)
 	}
@@ -152,7 +156,8 @@ func TestTrackerBacklog(t *testing.T) {
 	tr := newTracker(time.Second, 3)
 	t0 := time.Unix(1000, 0)
 	add := func(id uint64, action uint8, cost float64) []*pendingTask {
-		return tr.add(&pendingTask{id: id, action: action, costMs: cost, decidedAt: t0.Add(time.Duration(id) * time.Millisecond)}, nil)
+		ev, _ := tr.add(&pendingTask{id: id, action: action, costMs: cost, decidedAt: t0.Add(time.Duration(id) * time.Millisecond)}, nil)
+		return ev
 	}
 	add(1, 4, 10)
 	add(2, 0, 200)

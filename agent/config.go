@@ -8,12 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/triage-agent/triage/experience"
+	"github.com/triage-agent/triage/policy/control"
+	"github.com/triage-agent/triage/policy/guard"
 )
 
 // Config configures the agent. Its zero value runs the defaults of
@@ -81,6 +85,21 @@ type Config struct {
 	// StateInterval is how often the node-state snapshot is refreshed; default 100ms.
 	StateInterval time.Duration
 
+	// Guard is the controller (policy/control: codel-lifo, shed-pi,
+	// gradient2) that decides the tasks the model is unsure of: where its
+	// ensemble's members disagree or a task's state lies outside what
+	// training covered. "" means DefaultGuard; "none" serves every
+	// decision of the model as it is.
+	Guard string
+	// GuardMinAgreement is the share of the ensemble's members that must
+	// choose the model's priority for it to stand. 0 means
+	// guard.DefaultMinAgreement; a negative value never guards on
+	// agreement (out-of-range states only). A single network always agrees.
+	GuardMinAgreement float64
+	// GuardIgnoreRange keeps the model's decision for a state outside the
+	// feature ranges of its training (by default the guard decides those).
+	GuardIgnoreRange bool
+
 	// NoEBPF turns every eBPF probe off: the node signals come from procfs
 	// alone (as on a kernel without BTF or without the capabilities).
 	NoEBPF bool
@@ -101,7 +120,12 @@ const (
 	DefaultMaxPending    = 65536
 	DefaultStateInterval = 100 * time.Millisecond
 	DefaultFGInterval    = time.Minute
-	disabledDir          = "-"
+	// DefaultGuard is the guard's controller until the configuration
+	// search of the trained model names the best one.
+	DefaultGuard = "codel-lifo"
+	// GuardNone turns the guard off.
+	GuardNone   = "none"
+	disabledDir = "-"
 )
 
 // ErrBadConfig reports a Config that cannot run.
@@ -134,6 +158,20 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.BatchWindow < 0 || c.BatchWindow > 10*time.Millisecond {
 		return c, fmt.Errorf("%w: batch window %v must be within 0..10ms (it adds to every decision's latency)", ErrBadConfig, c.BatchWindow)
+	}
+	if c.Guard == "" {
+		c.Guard = DefaultGuard
+	}
+	if c.Guard != GuardNone && !slices.Contains(control.Names, c.Guard) {
+		return c, fmt.Errorf("%w: guard %q: want one of %v or %q", ErrBadConfig, c.Guard, control.Names, GuardNone)
+	}
+	switch {
+	case c.GuardMinAgreement == 0:
+		c.GuardMinAgreement = guard.DefaultMinAgreement
+	case c.GuardMinAgreement < 0:
+		c.GuardMinAgreement = 0 // never below: agreement is a share, at least 0
+	case c.GuardMinAgreement > 1 || math.IsNaN(c.GuardMinAgreement):
+		return c, fmt.Errorf("%w: guard minimum agreement %v: want a share in (0, 1], or a negative value to never guard on agreement", ErrBadConfig, c.GuardMinAgreement)
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return c, fmt.Errorf("%w: --tls-cert and --tls-key go together", ErrBadConfig)

@@ -69,18 +69,28 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 	res := make([]*wire.Decision, n)
 	now := time.Now()
 	for i := range out {
-		q := qs[i*policy.NumActions : (i+1)*policy.NumActions : (i+1)*policy.NumActions]
-		copy(q, out[i].Q[:])
-		msgs[i].Id, msgs[i].Priority, msgs[i].Q = tasks[i].GetId(), uint32(out[i].Priority), q
-		res[i] = &msgs[i]
 		p := &pendingTask{
 			id: tasks[i].GetId(), desc: descs[i],
-			state: states[i], action: uint8(out[i].Priority), costMs: costs[i], q: out[i].Q, model: version, decidedAt: now,
+			state: states[i], costMs: costs[i], q: out[i].Q, model: version, decidedAt: now,
+			ctl: a.controlTask(&descs[i], costs[i], now),
 		}
-		for _, ev := range a.tracker.add(p, nil) {
+		// The priority served is the guard's: the model's where it is sure.
+		level := a.guardDecide(p, &out[i])
+		p.action = uint8(level)
+		q := qs[i*policy.NumActions : (i+1)*policy.NumActions : (i+1)*policy.NumActions]
+		copy(q, out[i].Q[:])
+		msgs[i].Id, msgs[i].Priority, msgs[i].Q = tasks[i].GetId(), uint32(level), q
+		res[i] = &msgs[i]
+		evicted, replaced := a.tracker.add(p, nil)
+		for _, ev := range evicted {
 			a.timedOut(ev, now)
 		}
-		a.metrics.decisions[out[i].Priority].Inc()
+		if replaced != nil {
+			// Its outcome will never come (the id now names p): the
+			// controller counts it finished, so its count in flight holds.
+			a.guardFinished(replaced, float64(now.Sub(replaced.decidedAt))/float64(time.Millisecond), 0)
+		}
+		a.metrics.decisions[level].Inc()
 	}
 	if a.shadow != nil {
 		a.shadow.submit(tasks, states, out)
@@ -121,6 +131,7 @@ func (a *Agent) ReportOutcomes(_ context.Context, outs []*wire.Outcome) error {
 		if s := float64(o.GetServiceMs()); s > 0 {
 			a.asm.ObserveWait(now, lat-s) // features 12, 13: only a reported service time tells the wait
 		}
+		a.guardFinished(p, lat, float64(o.GetServiceMs()))
 		a.finished(p, node, now, lat, o.GetSlaMet(), false)
 	}
 	return nil
@@ -129,7 +140,9 @@ func (a *Agent) ReportOutcomes(_ context.Context, outs []*wire.Outcome) error {
 // timedOut records a task whose outcome never came as a missed SLA at the timeout.
 func (a *Agent) timedOut(p *pendingTask, now time.Time) {
 	a.metrics.timeouts.Inc()
-	a.finished(p, a.node.Load(), now, float64(now.Sub(p.decidedAt).Milliseconds()), false, true)
+	latency := float64(now.Sub(p.decidedAt).Milliseconds())
+	a.guardFinished(p, latency, 0)
+	a.finished(p, a.node.Load(), now, latency, false, true)
 }
 
 func (a *Agent) finished(p *pendingTask, node *nodeSnapshot, now time.Time, latencyMs float64, met, timedOut bool) {

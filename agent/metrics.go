@@ -9,6 +9,7 @@ import (
 
 	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/guard"
 )
 
 // metrics is the agent's Prometheus registry. Counters on the decision path
@@ -19,6 +20,7 @@ type metrics struct {
 	reg *prometheus.Registry
 
 	decisions        [policy.NumActions]prometheus.Counter
+	guarded          [guard.NumReasons]prometheus.Counter // by reason; none for guard.Network
 	decideLatency    prometheus.Histogram
 	batchSize        prometheus.Histogram
 	modelLatency     prometheus.Histogram
@@ -38,6 +40,11 @@ func newMetrics(a *Agent) *metrics {
 	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "triage_decisions_total", Help: "Decisions served, by priority (0 lowest .. 4 highest)."}, []string{"priority"})
 	for p := range m.decisions {
 		m.decisions[p] = decisions.WithLabelValues(strconv.Itoa(p))
+	}
+	guarded := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "triage_guard_decisions_total",
+		Help: "Decisions the guard's controller made instead of the model, by reason (disagree: the model's ensemble members split; out_of_range: a state outside the model's training)."}, []string{"reason"})
+	for _, r := range []guard.Reason{guard.Disagree, guard.OutOfRange} {
+		m.guarded[r] = guarded.WithLabelValues(r.String())
 	}
 	m.decideLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "triage_decide_latency_seconds", Help: "Time from a decide request reaching the agent to its answer (state assembly, batching wait, model, bookkeeping).",
@@ -61,7 +68,7 @@ func newMetrics(a *Agent) *metrics {
 	m.experienceErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "triage_experience_errors_total", Help: "Experience records that could not be appended."})
 	m.modelInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "triage_model_info", Help: "The serving model (value 1)."}, []string{"version", "device", "schema"})
 
-	m.reg.MustRegister(decisions, m.decideLatency, m.modelLatency, m.batchSize, m.decideErrors, m.abandoned,
+	m.reg.MustRegister(decisions, guarded, m.decideLatency, m.modelLatency, m.batchSize, m.decideErrors, m.abandoned,
 		m.outcomes, m.outcomesUnknown, m.timeouts, m.reward, m.reloadFailures, m.experienceErrors, m.modelInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&agentCollector{a: a})

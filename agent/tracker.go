@@ -6,6 +6,7 @@ import (
 
 	"github.com/triage-agent/triage/agent/state"
 	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/control"
 )
 
 // tracker is the node task queue as the agent sees it: every task it
@@ -38,6 +39,10 @@ type pendingTask struct {
 	q         [policy.NumActions]float32
 	model     string
 	decidedAt time.Time
+	// ctl is the task as the guard's controller knows it (arrival on the
+	// agent's clock, SLA, expected cost); kept here, in the task's own
+	// allocation, so that guarding a decision allocates nothing more.
+	ctl control.Task
 }
 
 type orderEntry struct {
@@ -49,12 +54,14 @@ func newTracker(timeout time.Duration, max int) *tracker {
 	return &tracker{tasks: map[uint64]*pendingTask{}, timeout: timeout, max: max}
 }
 
-// add records a decided task and returns the tasks it pushed out (beyond max).
-func (t *tracker) add(p *pendingTask, evicted []*pendingTask) []*pendingTask {
+// add records a decided task and returns the tasks it pushed out (beyond
+// max), and the earlier decision of the same id that it replaced, if any.
+func (t *tracker) add(p *pendingTask, evicted []*pendingTask) (_ []*pendingTask, replaced *pendingTask) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if old, ok := t.tasks[p.id]; ok {
 		t.untrack(old)
+		replaced = old
 	}
 	t.tasks[p.id] = p
 	t.work[p.action] += p.costMs
@@ -63,7 +70,7 @@ func (t *tracker) add(p *pendingTask, evicted []*pendingTask) []*pendingTask {
 		evicted = t.popOldest(evicted)
 	}
 	t.compact()
-	return evicted
+	return evicted, replaced
 }
 
 // popOldest consumes the oldest order entry; its task, if that decision is

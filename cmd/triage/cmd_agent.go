@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/triage-agent/triage/agent"
+	"github.com/triage-agent/triage/policy/control"
+	"github.com/triage-agent/triage/policy/guard"
 )
 
 func init() {
@@ -26,6 +28,8 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	var expSync time.Duration
 	var fgMax int64
 	var logLevel string
+	var minAgreement float64
+	var guardRange bool
 	fs.StringVar(&cfg.QUICAddr, "quic-addr", "", `UDP address of the QUIC endpoint ("" = 127.0.0.1:4433, or :4433 with client authentication)`)
 	fs.StringVar(&cfg.AdminAddr, "admin-addr", agent.DefaultAdminAddr, "TCP address of the admin HTTP server (/metrics /healthz /readyz /flamegraphs)")
 	fs.StringVar(&cfg.ModelPath, "model", "", "ONNX model to serve, watched for hot reload (\"\" = the embedded default model)")
@@ -52,6 +56,9 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.DurationVar(&cfg.TaskTimeout, "task-timeout", agent.DefaultTaskTimeout, "stop tracking a decided task whose outcome has not come after this long")
 	fs.IntVar(&cfg.MaxPending, "max-pending", agent.DefaultMaxPending, "most decided tasks tracked at once (the oldest is timed out early beyond it)")
 	fs.DurationVar(&cfg.StateInterval, "state-interval", agent.DefaultStateInterval, "how often the node state is refreshed")
+	fs.StringVar(&cfg.Guard, "guard", agent.DefaultGuard, "controller that decides the tasks the model is unsure of ("+strings.Join(control.Names, ", ")+"), or none")
+	fs.Float64Var(&minAgreement, "guard-min-agreement", guard.DefaultMinAgreement, "share of the model's ensemble members that must choose its priority, else the guard decides (0: never guard on agreement)")
+	fs.BoolVar(&guardRange, "guard-out-of-range", true, "the guard decides tasks whose state lies outside the feature ranges of the model's training")
 	fs.BoolVar(&cfg.NoEBPF, "no-ebpf", false, "use no eBPF probe: node signals from procfs only")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	addConfigFlag(fs)
@@ -69,6 +76,13 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 			return fmt.Errorf("--experience-max-bytes: %w", err)
 		}
 		cfg.ExperienceOptions.SyncInterval = expSync
+		// On the command line 0 means what it says, never; in agent.Config
+		// 0 is the default and a negative value is never.
+		cfg.GuardMinAgreement = minAgreement
+		if minAgreement == 0 {
+			cfg.GuardMinAgreement = -1
+		}
+		cfg.GuardIgnoreRange = !guardRange
 		cfg.FlamegraphMaxBytes = fgMax
 		var lvl slog.Level
 		if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {

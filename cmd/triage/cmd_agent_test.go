@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/triage-agent/triage/agent"
+	"github.com/triage-agent/triage/policy/guard"
 )
 
 func TestAgentHelpDocumentsEveryFlag(t *testing.T) {
@@ -21,7 +22,7 @@ func TestAgentHelpDocumentsEveryFlag(t *testing.T) {
 	help := out.String()
 	for _, name := range []string{"quic-addr", "admin-addr", "model", "device", "onnxruntime-lib", "config", "client-ca", "token",
 		"tls-cert", "tls-key", "insecure-listen-any", "experience-dir", "flamegraph-dir", "flamegraph-interval", "shadow-model",
-		"batch-window", "workers", "task-timeout", "no-ebpf", "node-name"} {
+		"batch-window", "workers", "task-timeout", "no-ebpf", "node-name", "guard", "guard-min-agreement", "guard-out-of-range"} {
 		if !strings.Contains(help, "--"+name+" ") && !strings.Contains(help, "--"+name+"\n") {
 			t.Errorf("help lacks --%s", name)
 		}
@@ -51,6 +52,35 @@ func TestAgentFlagsPrecedence(t *testing.T) {
 	}
 	if len(cfg.Tokens) != 2 || cfg.Tokens[1] != "bbbbbbbbbbbbbbbb" || cfg.ExperienceOptions.MaxTotalBytes != 64<<20 {
 		t.Fatalf("tokens %v, experience max %d", cfg.Tokens, cfg.ExperienceOptions.MaxTotalBytes)
+	}
+}
+
+// --guard-min-agreement 0 means never on the command line (agent.Config
+// reads 0 as the default); --guard-out-of-range=false keeps the model's
+// decisions outside its training ranges.
+func TestAgentGuardFlags(t *testing.T) {
+	for _, c := range []struct {
+		args        []string
+		guard       string
+		agreement   float64
+		ignoreRange bool
+	}{
+		{nil, agent.DefaultGuard, guard.DefaultMinAgreement, false},
+		{[]string{"--guard", "gradient2", "--guard-min-agreement", "0.75"}, "gradient2", 0.75, false},
+		{[]string{"--guard-min-agreement", "0", "--guard-out-of-range=false"}, agent.DefaultGuard, -1, true},
+		{[]string{"--guard", "none"}, agent.GuardNone, guard.DefaultMinAgreement, false},
+	} {
+		var cfg agent.Config
+		fs, finish := agentFlags(&cfg)
+		if err := parseFlagsFrom(fs, c.args, envOf(nil), filesOf(nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := finish(); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Guard != c.guard || cfg.GuardMinAgreement != c.agreement || cfg.GuardIgnoreRange != c.ignoreRange {
+			t.Errorf("%v: guard %q agreement %v ignore range %v, want %q %v %v", c.args, cfg.Guard, cfg.GuardMinAgreement, cfg.GuardIgnoreRange, c.guard, c.agreement, c.ignoreRange)
+		}
 	}
 }
 

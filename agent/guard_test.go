@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/triage-agent/triage/client"
+	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/guard"
+	"github.com/triage-agent/triage/wire"
+)
+
+// disputedMLP is a two-member ensemble whose members choose priorities 4
+// and 0 whatever the state; the mean chooses 4 with agreement 0.5.
+func disputedMLP() *policy.MLP {
+	l := policy.Dense{In: policy.NumFeatures, Out: 2 * policy.NumActions,
+		W: make([]float32, policy.NumFeatures*2*policy.NumActions), B: make([]float32, 2*policy.NumActions)}
+	l.B[4] = 1                   // member 0: priority 4
+	l.B[policy.NumActions] = 0.9 // member 1: priority 0
+	return &policy.MLP{Layers: []policy.Dense{l}, Members: 2}
+}
+
+func writeModelMeta(t testing.TB, m *policy.MLP, meta policy.Metadata) string {
+	t.Helper()
+	b, err := policy.MarshalONNX(m, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "model.onnx")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// normal is a task no controller takes for urgent work: at idle every
+// controller admits it at priority 2.
+func normal(id uint64) *wire.Task {
+	return &wire.Task{Id: id, Class: "scoring", SlaMs: 500, CostMs: 5}
+}
+
+func decideOne(t *testing.T, cl *client.Client, task *wire.Task) uint32 {
+	t.Helper()
+	resp, err := cl.Decide(context.Background(), []*wire.Task{task})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetDecisions()[0].GetPriority()
+}
+
+// Where the model's members disagree, or a task's state lies outside its
+// training, the guard's controller decides, and the metric counts it; with
+// the guard off (or told to ignore that reason) the model decides.
+func TestGuardDecidesWhereTheModelIsUnsure(t *testing.T) {
+	meta := policy.CurrentMetadata("disputed", "test")
+	disputed := writeModelMeta(t, disputedMLP(), meta)
+	far := meta
+	far.Ranges = &policy.FeatureRanges{}
+	var ones policy.State
+	for i := range ones {
+		ones[i] = 1
+	}
+	far.Ranges.Observe(ones) // a model trained only on states of all ones
+	outside := writeModelMeta(t, alwaysMLP(4), far)
+	const disagree, outOfRange = `triage_guard_decisions_total{reason="disagree"}`, `triage_guard_decisions_total{reason="out_of_range"}`
+	for _, c := range []struct {
+		name                 string
+		cfg                  Config
+		want                 uint32
+		disagree, outOfRange float64
+	}{
+		{"members disagree", Config{ModelPath: disputed}, 2, 1, 0},
+		{"members disagree, guard off", Config{ModelPath: disputed, Guard: GuardNone}, 4, 0, 0},
+		{"members disagree, agreement not guarded", Config{ModelPath: disputed, GuardMinAgreement: -1}, 4, 0, 0},
+		{"out of range", Config{ModelPath: outside, Guard: "shed-pi"}, 2, 0, 1},
+		{"out of range, range not guarded", Config{ModelPath: outside, GuardIgnoreRange: true}, 4, 0, 0},
+	} {
+		c.cfg.NoEBPF = true
+		ta := startAgent(t, c.cfg)
+		if got := decideOne(t, ta.dial(t), normal(1)); got != c.want {
+			t.Errorf("%s: priority %d, want %d", c.name, got, c.want)
+		}
+		if d, o := ta.metric(t, disagree), ta.metric(t, outOfRange); d != c.disagree || o != c.outOfRange {
+			t.Errorf("%s: guard decisions disagree %v out_of_range %v, want %v and %v", c.name, d, o, c.disagree, c.outOfRange)
+		}
+		if got := ta.metric(t, `triage_decisions_total{priority="`+string(rune('0'+c.want))+`"}`); got != 1 {
+			t.Errorf("%s: decisions at the served priority %d: %v, want 1", c.name, c.want, got)
+		}
+		ta.stop()
+	}
+}
+
+// Every outcome reaches the guard's controller, whoever decided the task:
+// gradient2 admits 20 tasks in flight (its initial limit) and sends the
+// next to the background, and admits again once outcomes, timeouts or
+// re-decisions of the same id have ended the tasks in flight.
+func TestGuardControllerSeesEveryFinishedTask(t *testing.T) {
+	ta := startAgent(t, Config{NoEBPF: true, ModelPath: writeModelMeta(t, disputedMLP(), policy.CurrentMetadata("disputed", "test")),
+		Guard: "gradient2", TaskTimeout: time.Second})
+	cl := ta.dial(t)
+	ctx := context.Background()
+	fill := func(from uint64) {
+		t.Helper()
+		for id := from; id < from+20; id++ {
+			if p := decideOne(t, cl, normal(id)); p != 2 {
+				t.Fatalf("task %d of 20 in flight: priority %d, want gradient2's 2", id-from+1, p)
+			}
+		}
+	}
+	fill(1)
+	// No task has finished yet, so the limit is still the initial 20.
+	if p := decideOne(t, cl, normal(21)); p != 0 {
+		t.Fatalf("the 21st task in flight: priority %d, want gradient2's background 0", p)
+	}
+	var outs []*wire.Outcome
+	for id := uint64(1); id <= 21; id++ {
+		outs = append(outs, &wire.Outcome{Id: id, LatencyMs: 6, ServiceMs: 5, SlaMet: true})
+	}
+	if _, err := cl.ReportOutcomes(ctx, outs); err != nil {
+		t.Fatal(err)
+	}
+	// Outcomes ended all 21: the next 20 are admitted again (the limit
+	// has moved a little with the outcomes' latencies, not by 20).
+	fill(100)
+	// Timeouts end them too.
+	time.Sleep(1500 * time.Millisecond)
+	waitFor(t, 5*time.Second, "the tasks to time out", func() bool { return ta.tracker.len() == 0 })
+	// A re-decided id replaces its earlier decision, whose outcome will
+	// never come: 30 decisions of one id are one task in flight.
+	for range 30 {
+		if p := decideOne(t, cl, normal(500)); p != 2 {
+			t.Fatalf("re-deciding one id: priority %d, want 2 (one task in flight)", p)
+		}
+	}
+}
+
+func TestGuardConfig(t *testing.T) {
+	for _, c := range []struct {
+		in        Config
+		guard     string
+		agreement float64
+	}{
+		{Config{}, DefaultGuard, guard.DefaultMinAgreement},
+		{Config{Guard: "shed-pi", GuardMinAgreement: 0.8}, "shed-pi", 0.8},
+		{Config{Guard: GuardNone, GuardMinAgreement: -1}, GuardNone, 0},
+	} {
+		got, err := c.in.withDefaults()
+		if err != nil || got.Guard != c.guard || got.GuardMinAgreement != c.agreement {
+			t.Errorf("%+v: guard %q agreement %v (%v), want %q and %v", c.in, got.Guard, got.GuardMinAgreement, err, c.guard, c.agreement)
+		}
+	}
+	for _, bad := range []Config{{Guard: "pid"}, {GuardMinAgreement: 1.5}, {GuardMinAgreement: math.NaN()}} {
+		if _, err := bad.withDefaults(); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%+v: %v, want ErrBadConfig", bad, err)
+		}
+	}
+}
