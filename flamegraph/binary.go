@@ -7,21 +7,45 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/triage-agent/triage/flamegraph/unwind"
 )
 
 // ErrNotELF means a mapped file could not be read as ELF.
 var ErrNotELF = errors.New("not an ELF file")
 
+// ErrTooLarge means a file or section is over the size the symboliser reads.
+var ErrTooLarge = errors.New("over the size limit")
+
 // Binary is the symbol table of one executable or shared object, keyed by
-// its build id in the symboliser's cache.
+// its build id in the symboliser's cache, with what else is read from it
+// or from its separate debug file: DWARF inline frames and, on first use by
+// the unwinder, its unwind table.
 type Binary struct {
 	BuildID string
 	IsGo    bool
-	loads   []elf.ProgHeader // PT_LOAD segments, to turn file offsets into vaddrs
-	syms    []elfSym         // sorted function symbols (ELF .symtab / .dynsym)
-	gotab   *gosym.Table     // Go pclntab, parsed only for stripped Go binaries (names plus file:line)
+	// DebugFile is the separate debug file used (/usr/lib/debug/.build-id/…),
+	// "" when none was found.
+	DebugFile string
+	// InlineErr says why inline frames are not available ("" when they are,
+	// or when the binary simply has no DWARF).
+	InlineErr string
+	loads     []elf.ProgHeader // PT_LOAD segments, to turn file offsets into vaddrs
+	syms      []elfSym         // sorted function symbols (ELF .symtab / .dynsym, debug file's .symtab)
+	gotab     *gosym.Table     // Go pclntab, parsed only for stripped Go binaries (names plus file:line)
+	gotabSize int
+	inline    *inlineIndex
+
+	unwindOnce sync.Once
+	unwind     *unwind.Table
+	unwindErr  error
+	unwindSize atomic.Int64 // set once the table is built, for Bytes
 }
 
 type elfSym struct {
@@ -36,14 +60,108 @@ type Frame struct {
 	Line     int
 }
 
-// OpenBinary parses the ELF file at path.
+// binaryOptions bounds what OpenBinary reads.
+type binaryOptions struct {
+	// debugDirs are the roots searched for a separate debug file by build
+	// id: <dir>/.build-id/xx/yyyy.debug (the target's root first).
+	debugDirs []string
+	// maxSection caps each section read (after decompression).
+	maxSection uint64
+	// maxDWARF caps the DWARF sections read to build the inline index.
+	maxDWARF uint64
+	// maxIndex caps the inline index kept (bytes).
+	maxIndex int
+}
+
+func (o binaryOptions) withDefaults() binaryOptions {
+	if o.maxSection == 0 {
+		o.maxSection = 64 << 20
+	}
+	if o.maxDWARF == 0 {
+		o.maxDWARF = 64 << 20
+	}
+	if o.maxIndex == 0 {
+		o.maxIndex = 8 << 20
+	}
+	return o
+}
+
+// OpenBinary parses the ELF file at path, with the host's /usr/lib/debug
+// searched for its debug file.
 func OpenBinary(path string) (*Binary, error) {
+	return openBinary(path, binaryOptions{debugDirs: []string{"/usr/lib/debug"}})
+}
+
+func openBinary(path string, opts binaryOptions) (*Binary, error) {
+	opts = opts.withDefaults()
+	f, err := openELF(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := newBinary(f, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if b.IsGo {
+		// Go keeps frame pointers and its names come from its own tables;
+		// its DWARF (when not stripped) is large and not read.
+		return b, nil
+	}
+	dbg, dbgPath := openDebugFile(b.BuildID, opts.debugDirs)
+	if dbg != nil {
+		defer dbg.Close()
+		b.DebugFile = dbgPath
+		if more, err := functionSymbols(dbg, opts.maxSection); err == nil {
+			b.syms = mergeSymbols(b.syms, more)
+		}
+	}
+	src := f
+	if dbg != nil && dbg.Section(".debug_info") != nil {
+		src = dbg
+	}
+	b.addInline(src, opts)
+	return b, nil
+}
+
+// addInline reads the inline index from f's DWARF, if it has any.
+func (b *Binary) addInline(f *elf.File, opts binaryOptions) {
+	if f.Section(".debug_info") == nil {
+		return
+	}
+	var err error
+	if b.inline, err = readInlineIndex(f, opts); err != nil {
+		b.InlineErr = err.Error()
+	}
+}
+
+// openELF opens a regular file as ELF; a directory, FIFO or device is
+// refused before anything is read from it.
+func openELF(path string) (*elf.File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotELF, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrNotELF, path)
+	}
 	f, err := elf.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotELF, path, err)
 	}
-	defer f.Close()
-	b := &Binary{BuildID: buildID(f)}
+	return f, nil
+}
+
+// newBinary reads symbols and the build id of an opened ELF file. It reads
+// other tenants' files, so a panic of the standard library's parsers on a
+// crafted file is turned into an error rather than taking the agent down.
+func newBinary(f *elf.File, opts binaryOptions) (b *Binary, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("%w: malformed ELF: %v", ErrNotELF, r)
+		}
+	}()
+	b = &Binary{BuildID: buildID(f)}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
 			b.loads = append(b.loads, p.ProgHeader)
@@ -52,7 +170,7 @@ func OpenBinary(path string) (*Binary, error) {
 	// ELF function symbols first: they name Go and C functions alike and cost
 	// far less memory than a parsed pclntab. Go's pclntab is the fallback
 	// that still names stripped Go binaries (-ldflags=-s).
-	b.syms = functionSymbols(f)
+	b.syms, _ = functionSymbols(f, opts.maxSection) // none: frames show as module+offset
 	if sec := f.Section(".gopclntab"); sec != nil {
 		b.IsGo = true
 		// The linker's ABI wrappers' suffix is noise, and pclntab (used for
@@ -60,22 +178,27 @@ func OpenBinary(path string) (*Binary, error) {
 		for i := range b.syms {
 			b.syms[i].name = strings.TrimSuffix(b.syms[i].name, ".abi0")
 		}
-	}
-	if sec := f.Section(".gopclntab"); sec != nil && len(b.syms) == 0 {
-		if data, err := sec.Data(); err == nil {
-			var text uint64
-			if t := f.Section(".text"); t != nil {
-				text = t.Addr
-			}
-			if tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text)); err == nil {
-				b.gotab = tab
+		if len(b.syms) == 0 && sec.Size <= opts.maxSection {
+			if data, err := sec.Data(); err == nil {
+				var text uint64
+				if t := f.Section(".text"); t != nil {
+					text = t.Addr
+				}
+				if tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text)); err == nil {
+					b.gotab, b.gotabSize = tab, len(data)
+				}
 			}
 		}
 	}
 	return b, nil
 }
 
-func functionSymbols(f *elf.File) []elfSym {
+func functionSymbols(f *elf.File, limit uint64) ([]elfSym, error) {
+	for _, name := range []string{".symtab", ".strtab", ".dynsym", ".dynstr"} {
+		if sec := f.Section(name); sec != nil && sec.Size > limit {
+			return nil, fmt.Errorf("%w: %s is %d bytes", ErrTooLarge, name, sec.Size)
+		}
+	}
 	var out []elfSym
 	add := func(syms []elf.Symbol) {
 		for _, s := range syms {
@@ -94,20 +217,103 @@ func functionSymbols(f *elf.File) []elfSym {
 	if syms, err := f.DynamicSymbols(); err == nil {
 		add(syms)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].addr != out[j].addr {
-			return out[i].addr < out[j].addr
+	sortSymbols(out)
+	return out, nil
+}
+
+func sortSymbols(s []elfSym) {
+	sort.Slice(s, func(i, j int) bool {
+		if s[i].addr != s[j].addr {
+			return s[i].addr < s[j].addr
 		}
-		return out[i].size > out[j].size
+		return s[i].size > s[j].size
 	})
-	return out
+}
+
+// mergeSymbols adds the debug file's symbols (local functions a stripped
+// binary lost) to the binary's, one per address.
+func mergeSymbols(a, b []elfSym) []elfSym {
+	have := make(map[uint64]bool, len(a))
+	for _, s := range a {
+		have[s.addr] = true
+	}
+	for _, s := range b {
+		if !have[s.addr] {
+			a = append(a, s)
+			have[s.addr] = true
+		}
+	}
+	sortSymbols(a)
+	return a
+}
+
+// readInlineIndex reads f's DWARF, within the size caps, into an inline
+// index.
+func readInlineIndex(f *elf.File, opts binaryOptions) (idx *inlineIndex, err error) {
+	var total, info uint64
+	for _, s := range f.Sections {
+		if strings.HasPrefix(s.Name, ".debug_") || strings.HasPrefix(s.Name, ".zdebug_") {
+			total += s.Size
+		}
+		if s.Name == ".debug_info" || s.Name == ".zdebug_info" {
+			info += s.Size
+		}
+	}
+	if total > opts.maxDWARF {
+		return nil, fmt.Errorf("inline frames off: %w: DWARF sections are %d MiB (limit %d MiB)", ErrTooLarge, total>>20, opts.maxDWARF>>20)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			idx, err = nil, fmt.Errorf("inline frames off: malformed DWARF: %v", r)
+		}
+	}()
+	d, err := f.DWARF()
+	if err != nil {
+		return nil, fmt.Errorf("inline frames off: %w", err)
+	}
+	idx, err = buildInlineIndex(d, int(info), opts.maxIndex)
+	if err != nil {
+		return nil, fmt.Errorf("inline frames off: %w", err)
+	}
+	return idx, nil
+}
+
+// openDebugFile finds the separate debug file of a build id under each
+// root's .build-id directory (Debian's -dbgsym and -dbg packages, Fedora's
+// debuginfo). Only a file whose own build id matches is used.
+func openDebugFile(id string, dirs []string) (*elf.File, string) {
+	if len(id) < 4 || !isHex(id) {
+		return nil, ""
+	}
+	for _, dir := range dirs {
+		p := fmt.Sprintf("%s/.build-id/%s/%s.debug", dir, id[:2], id[2:])
+		f, err := openELF(p)
+		if err != nil {
+			continue
+		}
+		if buildID(f) != id {
+			f.Close()
+			continue
+		}
+		return f, p
+	}
+	return nil, ""
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // buildID returns the GNU build id note, else the Go build id, else "".
 func buildID(f *elf.File) string {
 	for _, name := range []string{".note.gnu.build-id", ".note.go.buildid"} {
 		sec := f.Section(name)
-		if sec == nil {
+		if sec == nil || sec.Size > 4096 {
 			continue
 		}
 		data, err := sec.Data()
@@ -116,11 +322,11 @@ func buildID(f *elf.File) string {
 		}
 		nameSz := f.ByteOrder.Uint32(data[0:4])
 		descSz := f.ByteOrder.Uint32(data[4:8])
-		off := 12 + align4(nameSz)
-		if uint64(off)+uint64(descSz) > uint64(len(data)) {
+		off := 12 + uint64(align4(nameSz))
+		if off+uint64(descSz) > uint64(len(data)) {
 			continue
 		}
-		desc := data[off : off+descSz]
+		desc := data[off : off+uint64(descSz)]
 		if name == ".note.go.buildid" {
 			return string(bytes.TrimRight(desc, "\x00"))
 		}
@@ -143,7 +349,8 @@ func (b *Binary) VAddr(fileOffset uint64) (uint64, bool) {
 	return 0, false
 }
 
-// Lookup names the function at virtual address vaddr.
+// Lookup names the function at virtual address vaddr (the outermost one
+// where code was inlined; Frames gives them all).
 func (b *Binary) Lookup(vaddr uint64) (Frame, bool) {
 	if b.gotab != nil {
 		file, line, fn := b.gotab.PCToLine(vaddr)
@@ -160,5 +367,77 @@ func (b *Binary) Lookup(vaddr uint64) (Frame, bool) {
 	if s[i].size != 0 && vaddr >= s[i].addr+s[i].size {
 		return Frame{}, false
 	}
-	return Frame{Function: s[i].name}, true
+	return Frame{Function: demangleName(s[i].name)}, true
+}
+
+// Frames names the functions at vaddr, innermost first: with DWARF, each
+// inlined function and then the function it was inlined into (whose name
+// the symbol table confirms); else the one function of the symbol table.
+func (b *Binary) Frames(vaddr uint64) []Frame {
+	sym, symOK := b.Lookup(vaddr)
+	fs := b.inline.frames(vaddr)
+	if len(fs) == 0 {
+		if !symOK {
+			return nil
+		}
+		return []Frame{sym}
+	}
+	// DWARF may not name the outermost function (a subprogram without a
+	// name attribute): the symbol table does.
+	if last := &fs[len(fs)-1]; last.Function == "" && symOK {
+		last.Function = sym.Function
+	}
+	for i := range fs {
+		if fs[i].Function == "" {
+			fs[i].Function = "[inlined]"
+		}
+	}
+	return fs
+}
+
+// UnwindTable returns the binary's unwind table, building it on first use
+// from the first of paths that opens (each must name this same file: the
+// symboliser passes the ways to reach the mapping it read the binary from).
+// maxBytes caps the table.
+func (b *Binary) UnwindTable(paths, debugDirs []string, maxBytes int) (*unwind.Table, error) {
+	b.unwindOnce.Do(func() {
+		var f *elf.File
+		b.unwindErr = errors.New("no path to the binary")
+		for _, p := range paths {
+			if f, b.unwindErr = openELF(p); b.unwindErr == nil {
+				break
+			}
+		}
+		if f == nil {
+			return
+		}
+		defer f.Close()
+		dbg, _ := openDebugFile(b.BuildID, debugDirs)
+		if dbg != nil {
+			defer dbg.Close()
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					b.unwindErr = fmt.Errorf("%w: malformed ELF: %v", unwind.ErrBadCFI, r)
+				}
+			}()
+			b.unwind, b.unwindErr = unwind.FromELF(f, dbg, unwind.ELFOptions{MaxTableBytes: maxBytes})
+		}()
+		b.unwindSize.Store(int64(b.unwind.Bytes()))
+	})
+	return b.unwind, b.unwindErr
+}
+
+// Bytes estimates the binary's memory in the symboliser's cache: symbols,
+// pclntab, inline index and unwind table.
+func (b *Binary) Bytes() int {
+	n := int(unsafe.Sizeof(*b)) + cap(b.syms)*int(unsafe.Sizeof(elfSym{})) + b.gotabSize
+	for _, s := range b.syms {
+		n += len(s.name)
+	}
+	if b.inline != nil {
+		n += b.inline.bytes
+	}
+	return n + int(b.unwindSize.Load())
 }
