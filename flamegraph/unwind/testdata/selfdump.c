@@ -2,7 +2,9 @@
 // gcc -O2 (no frame pointers). main -> top_level -> mid_level -> leaf_level
 // -> qsort (libc) -> compare -> dump_here, and dump_here writes its own
 // registers and the top of its stack to argv[1], then /proc/self/maps to
-// argv[2]: the same data the sampler copies in the kernel.
+// argv[2]: the same data the sampler copies in the kernel. With a third
+// argument it then prints "dumped" and waits for stdin to close, so a test
+// can read the live process's maps and files.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,5 +84,12 @@ int main(int argc, char **argv)
 		return 2;
 	regs_path = argv[1];
 	maps_path = argv[2];
-	return top_level(argc) == 12345;
+	int r = top_level(argc) == 12345;
+	if (argc > 3) {
+		printf("dumped\n");
+		fflush(stdout);
+		while (getchar() != EOF)
+			;
+	}
+	return r;
 }
