@@ -106,3 +106,19 @@ func (s *Symbolizer) jitBytesLocked() int {
 	}
 	return n
 }
+
+// RefreshJIT re-reads pid's perf map if it changed (at most once a second),
+// so that JIT frames are named even if the process exits before its window
+// is symbolised.
+func (s *Symbolizer) RefreshJIT(pid uint32) {
+	pi := s.Process(pid)
+	if pi == nil {
+		return
+	}
+	s.mu.Lock()
+	stale := pi.jit == nil || time.Since(pi.jit.checked) >= jitRecheck
+	s.mu.Unlock()
+	if stale {
+		s.refreshPerfMap(pi)
+	}
+}

@@ -70,6 +70,28 @@ func buildGoTarget(t *testing.T, flags ...string) string {
 	return out
 }
 
+// buildNoFPTarget builds testdata/flamegraph/nofp/<src> with cc -O2 -g:
+// Debian's own flags, so no frame pointers.
+func buildNoFPTarget(t *testing.T, cc, src string) string {
+	t.Helper()
+	if _, err := exec.LookPath(cc); err != nil {
+		testenv.Unavailable(t, cc+" not installed")
+	}
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	key := cc + " " + src
+	if out, ok := buildCache[key]; ok {
+		return out
+	}
+	out := filepath.Join(buildDir, "nofp-"+strings.TrimSuffix(src, filepath.Ext(src))+"-"+cc)
+	cmd := exec.Command(cc, "-O2", "-g", "-o", out, filepath.Join(repoRoot(t), "testdata", "flamegraph", "nofp", src))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", src, err, b)
+	}
+	buildCache[key] = out
+	return out
+}
+
 func buildCTarget(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
@@ -129,7 +151,13 @@ func procCPU(t *testing.T, pid int) time.Duration {
 // little of the target's CPU), and returns the result and the CPU used.
 func recordCPU(t *testing.T, pid int, cpu time.Duration, hz int) (*Result, time.Duration) {
 	t.Helper()
-	cfg := Config{}
+	return recordCPUMode(t, pid, cpu, hz, UnwindAuto)
+}
+
+// recordCPUMode is recordCPU with a given unwind mode.
+func recordCPUMode(t *testing.T, pid int, cpu time.Duration, hz int, mode UnwindMode) (*Result, time.Duration) {
+	t.Helper()
+	cfg := Config{Unwind: mode}
 	cfg.Profiler.FrequencyHz = hz
 	cfg.Profiler.PID = uint32(pid)
 	r, err := New(cfg)
