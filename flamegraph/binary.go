@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"debug/elf"
 	"debug/gosym"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,7 +37,7 @@ type Binary struct {
 	// or when the binary simply has no DWARF).
 	InlineErr string
 	loads     []elf.ProgHeader // PT_LOAD segments, to turn file offsets into vaddrs
-	syms      []elfSym         // sorted function symbols (ELF .symtab / .dynsym, debug file's .symtab)
+	syms      symTable         // function symbols (ELF .symtab / .dynsym, debug file's .symtab)
 	gotab     *gosym.Table     // Go pclntab, parsed only for stripped Go binaries (names plus file:line)
 	gotabSize int
 	inline    *inlineIndex
@@ -46,11 +46,7 @@ type Binary struct {
 	unwind     *unwind.Table
 	unwindErr  error
 	unwindSize atomic.Int64 // set once the table is built, for Bytes
-}
-
-type elfSym struct {
-	addr, size uint64
-	name       string
+	unwindDone atomic.Bool  // UnwindTable has run
 }
 
 // Frame is one symbolised location.
@@ -112,8 +108,11 @@ func openBinary(path string, opts binaryOptions) (*Binary, error) {
 	if dbg != nil {
 		defer dbg.Close()
 		b.DebugFile = dbgPath
-		if more, err := functionSymbols(dbg, opts.maxSection); err == nil {
-			b.syms = mergeSymbols(b.syms, more)
+		// The debug file's .symtab adds the local functions a stripped
+		// binary lost.
+		var sb symBuilder
+		if sb.addELF(f, opts.maxSection) == nil && sb.addELF(dbg, opts.maxSection) == nil {
+			b.syms = sb.table()
 		}
 	}
 	src := f
@@ -170,16 +169,13 @@ func newBinary(f *elf.File, opts binaryOptions) (b *Binary, err error) {
 	// ELF function symbols first: they name Go and C functions alike and cost
 	// far less memory than a parsed pclntab. Go's pclntab is the fallback
 	// that still names stripped Go binaries (-ldflags=-s).
-	b.syms, _ = functionSymbols(f, opts.maxSection) // none: frames show as module+offset
+	var sb symBuilder
+	_ = sb.addELF(f, opts.maxSection) // too large: frames show as module+offset
+	b.syms = sb.table()
 	if sec := f.Section(".gopclntab"); sec != nil {
 		b.IsGo = true
-		// The linker's ABI wrappers' suffix is noise, and pclntab (used for
-		// stripped binaries) does not have it: keep names the same either way.
-		for i := range b.syms {
-			b.syms[i].name = strings.TrimSuffix(b.syms[i].name, ".abi0")
-		}
-		if len(b.syms) == 0 && sec.Size <= opts.maxSection {
-			if data, err := sec.Data(); err == nil {
+		if b.syms.len() == 0 && sec.Size <= opts.maxSection {
+			if data, err := sec.Data(); err == nil && plausiblePclntab(data) {
 				var text uint64
 				if t := f.Section(".text"); t != nil {
 					text = t.Addr
@@ -193,58 +189,31 @@ func newBinary(f *elf.File, opts binaryOptions) (b *Binary, err error) {
 	return b, nil
 }
 
-func functionSymbols(f *elf.File, limit uint64) ([]elfSym, error) {
-	for _, name := range []string{".symtab", ".strtab", ".dynsym", ".dynstr"} {
-		if sec := f.Section(name); sec != nil && sec.Size > limit {
-			return nil, fmt.Errorf("%w: %s is %d bytes", ErrTooLarge, name, sec.Size)
-		}
+// plausiblePclntab checks a pclntab header before debug/gosym reads it:
+// gosym allocates per function the count the header claims, so a crafted
+// count would take the agent's memory. Every format since Go 1.2 has the
+// magic in the first 4 bytes, the pointer size at byte 7 and the function
+// count at byte 8, and each function takes at least 8 bytes of table.
+func plausiblePclntab(data []byte) bool {
+	if len(data) < 16 {
+		return false
 	}
-	var out []elfSym
-	add := func(syms []elf.Symbol) {
-		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
-				name := s.Name
-				if i := strings.IndexByte(name, '@'); i > 0 { // versioned dynsym: memcpy@@GLIBC_2.14
-					name = name[:i]
-				}
-				out = append(out, elfSym{s.Value, s.Size, name})
-			}
-		}
+	switch binary.LittleEndian.Uint32(data) {
+	case 0xfffffffb, 0xfffffffa, 0xfffffff0, 0xfffffff1:
+	default:
+		return false
 	}
-	if syms, err := f.Symbols(); err == nil {
-		add(syms)
+	ptr := int(data[7])
+	if ptr != 4 && ptr != 8 || len(data) < 8+ptr {
+		return false
 	}
-	if syms, err := f.DynamicSymbols(); err == nil {
-		add(syms)
+	var n uint64
+	if ptr == 8 {
+		n = binary.LittleEndian.Uint64(data[8:])
+	} else {
+		n = uint64(binary.LittleEndian.Uint32(data[8:]))
 	}
-	sortSymbols(out)
-	return out, nil
-}
-
-func sortSymbols(s []elfSym) {
-	sort.Slice(s, func(i, j int) bool {
-		if s[i].addr != s[j].addr {
-			return s[i].addr < s[j].addr
-		}
-		return s[i].size > s[j].size
-	})
-}
-
-// mergeSymbols adds the debug file's symbols (local functions a stripped
-// binary lost) to the binary's, one per address.
-func mergeSymbols(a, b []elfSym) []elfSym {
-	have := make(map[uint64]bool, len(a))
-	for _, s := range a {
-		have[s.addr] = true
-	}
-	for _, s := range b {
-		if !have[s.addr] {
-			a = append(a, s)
-			have[s.addr] = true
-		}
-	}
-	sortSymbols(a)
-	return a
+	return n <= uint64(len(data))/8
 }
 
 // readInlineIndex reads f's DWARF, within the size caps, into an inline
@@ -358,16 +327,16 @@ func (b *Binary) Lookup(vaddr uint64) (Frame, bool) {
 			return Frame{Function: fn.Name, File: file, Line: line}, true
 		}
 	}
-	s := b.syms
-	i := sort.Search(len(s), func(i int) bool { return s[i].addr > vaddr }) - 1
-	if i < 0 {
+	name, ok := b.syms.lookup(vaddr)
+	if !ok {
 		return Frame{}, false
 	}
-	// Symbols of size 0 (hand-written assembly) cover up to the next one.
-	if s[i].size != 0 && vaddr >= s[i].addr+s[i].size {
-		return Frame{}, false
+	if b.IsGo {
+		// The linker's ABI wrappers' suffix is noise, and pclntab (used for
+		// stripped binaries) does not have it: names read the same either way.
+		return Frame{Function: strings.TrimSuffix(name, ".abi0")}, true
 	}
-	return Frame{Function: demangleName(s[i].name)}, true
+	return Frame{Function: demangleName(name)}, true
 }
 
 // Frames names the functions at vaddr, innermost first: with DWARF, each
@@ -401,6 +370,7 @@ func (b *Binary) Frames(vaddr uint64) []Frame {
 // maxBytes caps the table.
 func (b *Binary) UnwindTable(paths, debugDirs []string, maxBytes int) (*unwind.Table, error) {
 	b.unwindOnce.Do(func() {
+		defer b.unwindDone.Store(true)
 		var f *elf.File
 		b.unwindErr = errors.New("no path to the binary")
 		for _, p := range paths {
@@ -432,10 +402,7 @@ func (b *Binary) UnwindTable(paths, debugDirs []string, maxBytes int) (*unwind.T
 // Bytes estimates the binary's memory in the symboliser's cache: symbols,
 // pclntab, inline index and unwind table.
 func (b *Binary) Bytes() int {
-	n := int(unsafe.Sizeof(*b)) + cap(b.syms)*int(unsafe.Sizeof(elfSym{})) + b.gotabSize
-	for _, s := range b.syms {
-		n += len(s.name)
-	}
+	n := int(unsafe.Sizeof(*b)) + b.syms.bytes() + b.gotabSize
 	if b.inline != nil {
 		n += b.inline.bytes
 	}

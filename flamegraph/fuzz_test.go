@@ -31,9 +31,7 @@ func FuzzELF(f *testing.F) {
 			return
 		}
 		b.addInline(ef, opts)
-		for _, s := range b.syms {
-			b.Frames(s.addr)
-		}
+		b.syms.each(func(addr, _ uint64, _ string) { b.Frames(addr) })
 		if tab, err := unwind.FromELF(ef, nil, unwind.ELFOptions{MaxTableBytes: 1 << 20, MaxSectionBytes: 1 << 20}); err == nil && tab.Bytes() > 1<<20+1024 {
 			t.Fatalf("unwind table of %d bytes over its cap", tab.Bytes())
 		}

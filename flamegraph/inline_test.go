@@ -83,12 +83,12 @@ func TestInlineFramesAgreeWithAddr2line(t *testing.T) {
 			if b.inline == nil {
 				t.Fatalf("no inline index: %s", b.InlineErr)
 			}
-			var leaf elfSym
-			for _, s := range b.syms {
-				if demangleName(s.name) == c.leaf {
-					leaf = s
+			var leaf struct{ addr, size uint64 }
+			b.syms.each(func(addr, size uint64, name string) {
+				if demangleName(name) == c.leaf {
+					leaf.addr, leaf.size = addr, size
 				}
-			}
+			})
 			if leaf.size == 0 {
 				t.Fatalf("no symbol %s", c.leaf)
 			}

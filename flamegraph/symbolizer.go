@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // SymbolizerConfig configures NewSymbolizer; the zero value means defaults.
@@ -45,9 +46,17 @@ type Symbolizer struct {
 }
 
 type binEntry struct {
-	bin  *Binary
-	used uint64
+	bin    *Binary
+	used   uint64    // tick of the last use, for LRU order
+	usedAt time.Time // time of the last use, for the eviction grace
 }
+
+// cacheGrace protects binaries used this recently from eviction: when the
+// binaries one process maps need more than the cache cap (node's symbols
+// and unwind table alone take ~12 MiB), evicting them would mean reading
+// them again on every sample. The cache then goes over its cap, up to
+// twice the cap, beyond which the grace no longer holds.
+const cacheGrace = 10 * time.Second
 
 type fileKey struct{ dev, ino uint64 }
 
@@ -239,8 +248,7 @@ func (s *Symbolizer) mappingBinary(pi *ProcessInfo, m *Mapping) *Binary {
 			return nil
 		}
 		if e := s.bins[key]; e != nil {
-			s.tick++
-			e.used = s.tick
+			s.touchLocked(e)
 			s.mu.Unlock()
 			return e.bin
 		}
@@ -285,8 +293,7 @@ func (s *Symbolizer) binary(pid uint32, m *Mapping) (*Binary, string) {
 		s.mu.Lock()
 		if key, known := s.byFile[fk]; known {
 			if e := s.bins[key]; e != nil {
-				s.tick++
-				e.used = s.tick
+				s.touchLocked(e)
 				s.mu.Unlock()
 				return e.bin, key
 			}
@@ -306,8 +313,7 @@ func (s *Symbolizer) binary(pid uint32, m *Mapping) (*Binary, string) {
 		} else {
 			s.bins[key] = &binEntry{bin: bin}
 		}
-		s.tick++
-		s.bins[key].used = s.tick
+		s.touchLocked(s.bins[key])
 		s.byFile[fk] = key
 		s.evictLocked(key)
 		s.mu.Unlock()
@@ -316,22 +322,31 @@ func (s *Symbolizer) binary(pid uint32, m *Mapping) (*Binary, string) {
 	return nil, ""
 }
 
+func (s *Symbolizer) touchLocked(e *binEntry) {
+	s.tick++
+	e.used = s.tick
+	e.usedAt = time.Now()
+}
+
 // evictLocked drops least recently used binaries until both the count and
-// the byte caps hold; keep (the binary just used) stays even if it alone is
-// over the byte cap, since it is about to be used.
+// the byte caps hold; keep (the binary just used) stays, and so do binaries
+// used within cacheGrace while the cache is under twice its byte cap.
 func (s *Symbolizer) evictLocked(keep string) {
+	now := time.Now()
 	for {
 		total := s.jitBytesLocked()
 		for _, e := range s.bins {
 			total += e.bin.Bytes()
 		}
-		if len(s.bins) <= s.cfg.MaxBinaries && total <= s.cfg.MaxCacheBytes {
+		overCount := len(s.bins) > s.cfg.MaxBinaries
+		if !overCount && total <= s.cfg.MaxCacheBytes {
 			return
 		}
+		hard := overCount || total > 2*s.cfg.MaxCacheBytes
 		var oldest string
 		var t uint64 = ^uint64(0)
 		for k, e := range s.bins {
-			if k != keep && e.used < t {
+			if k != keep && e.used < t && (hard || now.Sub(e.usedAt) >= cacheGrace) {
 				oldest, t = k, e.used
 			}
 		}

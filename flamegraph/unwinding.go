@@ -139,8 +139,9 @@ func fallbackReason(err error) string {
 // The cache's byte cap is checked again afterwards, since the table adds to
 // the binary's size.
 func (s *Symbolizer) unwindTable(pi *ProcessInfo, m *Mapping, bin *Binary) (*unwind.Table, error) {
+	built := !bin.unwindDone.Load() // this call builds it: check the cap after
 	tab, err := bin.UnwindTable(s.mappingPaths(pi.Pid, m), s.debugDirs(pi.Pid), s.cfg.MaxCacheBytes/2)
-	if err == nil {
+	if err == nil && built {
 		s.mu.Lock()
 		if key := pi.binKeys[m.Start]; key != "" {
 			s.evictLocked(key)

@@ -116,8 +116,15 @@ func buildCTarget(t *testing.T) string {
 // test end.
 func startTarget(t *testing.T, bin string, args ...string) *exec.Cmd {
 	t.Helper()
+	return startTargetIn(t, "", bin, args...)
+}
+
+// startTargetIn is startTarget with the target's working directory.
+func startTargetIn(t *testing.T, dir, bin string, args ...string) *exec.Cmd {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +187,18 @@ func recordCPUMode(t *testing.T, pid int, cpu time.Duration, hz int, mode Unwind
 // record profiles pid for d and returns the result.
 func record(t *testing.T, pid int, d time.Duration, hz int, offCPU bool) *Result {
 	t.Helper()
-	cfg := Config{}
+	return recordWith(t, pid, d, hz, offCPU, UnwindAuto)
+}
+
+// recordMode profiles pid on-CPU for d with a given unwind mode.
+func recordMode(t *testing.T, pid int, d time.Duration, hz int, mode UnwindMode) *Result {
+	t.Helper()
+	return recordWith(t, pid, d, hz, false, mode)
+}
+
+func recordWith(t *testing.T, pid int, d time.Duration, hz int, offCPU bool, mode UnwindMode) *Result {
+	t.Helper()
+	cfg := Config{Unwind: mode}
 	cfg.Profiler.FrequencyHz = hz
 	cfg.Profiler.PID = uint32(pid)
 	cfg.Profiler.OffCPU = offCPU
