@@ -63,6 +63,11 @@ type nodeSnapshot struct {
 // profiler is what the agent needs of the flame-graph recorder.
 type profiler interface {
 	Run(ctx context.Context, store *flamegraph.Store, interval time.Duration) error
+	// UnwindFallbacks counts samples partly walked by frame pointer where
+	// unwind tables were wanted, per reason, since the start.
+	UnwindFallbacks() map[string]uint64
+	// SymbolCacheBytes is the symboliser's cache now.
+	SymbolCacheBytes() int
 	Close() error
 }
 
@@ -149,7 +154,7 @@ func New(cfg Config) (a *Agent, err error) {
 			return nil, fmt.Errorf("opening the flame-graph store: %w", err)
 		}
 		if !cfg.NoEBPF {
-			a.prof = newProfiler(a.log)
+			a.prof = newProfiler(a.log, cfg)
 		}
 	}
 

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/triage-agent/triage/agent/profiling"
 	"github.com/triage-agent/triage/experience"
 )
 
@@ -56,6 +57,13 @@ type Config struct {
 	FlamegraphDir      string
 	FlamegraphInterval time.Duration
 	FlamegraphMaxBytes int64
+	// FlamegraphUnwind is how user stacks are walked: "auto" or "" (copy
+	// and unwind by .eh_frame where the kernel allows, else frame
+	// pointers), "dwarf", "fp" (see profiling.UnwindMode).
+	FlamegraphUnwind string
+	// FlamegraphCacheBytes caps the symboliser's cache: symbol tables,
+	// inline indexes, unwind tables, JIT maps; default 16 MiB.
+	FlamegraphCacheBytes int
 
 	// NodeName labels metrics and node-state snapshots (the DaemonSet sets
 	// it from the downward API); "" means the host name.
@@ -128,6 +136,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.FlamegraphInterval <= 0 {
 		c.FlamegraphInterval = DefaultFGInterval
+	}
+	if _, err := profiling.ParseUnwindMode(c.FlamegraphUnwind); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	if c.FlamegraphCacheBytes < 0 {
+		return c, fmt.Errorf("%w: flame-graph cache of %d bytes", ErrBadConfig, c.FlamegraphCacheBytes)
 	}
 	if c.BatchWindow < 0 || c.BatchWindow > 10*time.Millisecond {
 		return c, fmt.Errorf("%w: batch window %v must be within 0..10ms (it adds to every decision's latency)", ErrBadConfig, c.BatchWindow)

@@ -99,6 +99,8 @@ var (
 	descExpRemoved  = prometheus.NewDesc("triage_experience_segments_removed_total", "Experience segments removed by the size cap.", nil, nil)
 	descFGWindows   = prometheus.NewDesc("triage_flamegraph_windows", "Flame-graph windows kept on disk.", nil, nil)
 	descFGBytes     = prometheus.NewDesc("triage_flamegraph_bytes", "Bytes of the flame-graph windows on disk.", nil, nil)
+	descFGFallback  = prometheus.NewDesc("triage_flamegraph_unwind_fallback_samples_total", "On-CPU samples whose user stack was partly walked by frame pointer where unwind tables were wanted, by reason.", []string{"reason"}, nil)
+	descFGCache     = prometheus.NewDesc("triage_flamegraph_symbol_cache_bytes", "Memory of the symboliser's cache: symbol tables, inline indexes, unwind tables, JIT maps.", nil, nil)
 	descShadowTasks = prometheus.NewDesc("triage_shadow_tasks_total", "Tasks the shadow model decided.", []string{"model"}, nil)
 	descShadowAgree = prometheus.NewDesc("triage_shadow_agreement_ratio", "Fraction of tasks where the shadow model chose the serving model's priority.", []string{"model"}, nil)
 	descShadowQDiff = prometheus.NewDesc("triage_shadow_mean_abs_q_diff", "Mean |Q_shadow - Q_serving| over tasks and levels.", []string{"model"}, nil)
@@ -109,7 +111,7 @@ var (
 func (c *agentCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descProbe, descSource, descQueueLen, descQueueCap, descReloads, descReloadErrAt,
 		descConns, descRejected, descStreamErr, descRequests, descDatagrams, descCodecRatio, descExpRecords, descExpBytes, descExpRemoved,
-		descFGWindows, descFGBytes, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady} {
+		descFGWindows, descFGBytes, descFGFallback, descFGCache, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady} {
 		ch <- d
 	}
 }
@@ -176,6 +178,12 @@ func (c *agentCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descFGWindows, float64(len(ws)))
 		gauge(descFGBytes, float64(b))
+	}
+	if a.prof != nil {
+		for reason, n := range a.prof.UnwindFallbacks() {
+			counter(descFGFallback, float64(n), reason)
+		}
+		gauge(descFGCache, float64(a.prof.SymbolCacheBytes()))
 	}
 	if a.shadow != nil {
 		st := a.shadow.Stats()

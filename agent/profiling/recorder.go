@@ -121,6 +121,10 @@ func New(cfg Config) (*Recorder, error) {
 	return r, nil
 }
 
+// SymbolCacheBytes is the symboliser's cache now (symbol tables, inline
+// indexes, unwind tables, JIT maps).
+func (r *Recorder) SymbolCacheBytes() int { return r.sym.CacheBytes() }
+
 // UnwindsByTables reports whether user stacks are copied and unwound by
 // tables (false: frame pointers only).
 func (r *Recorder) UnwindsByTables() bool { return r.copies != nil }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/triage-agent/triage/agent"
+	"github.com/triage-agent/triage/flamegraph"
 )
 
 func init() {
@@ -45,6 +46,8 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.StringVar(&cfg.FlamegraphDir, "flamegraph-dir", "", `flame-graph windows directory ("" = `+agent.DefaultStateDir+`/flamegraphs when writable, "-" = off)`)
 	fs.DurationVar(&cfg.FlamegraphInterval, "flamegraph-interval", agent.DefaultFGInterval, "length of one flame-graph window")
 	fs.Int64Var(&fgMax, "flamegraph-max-bytes", 256<<20, "cap on the flame-graph directory")
+	fs.StringVar(&cfg.FlamegraphUnwind, "flamegraph-unwind", "auto", "how user stacks are walked: auto (stack copies unwound by .eh_frame where the kernel allows, else frame pointers), dwarf, fp")
+	fs.IntVar(&cfg.FlamegraphCacheBytes, "flamegraph-cache-bytes", flamegraph.DefaultMaxCacheBytes, "cap on the symboliser's cache (symbol tables, inline indexes, unwind tables, JIT maps)")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "node name for metrics and node state (\"\" = host name; the DaemonSet sets it from spec.nodeName)")
 	fs.DurationVar(&cfg.BatchWindow, "batch-window", 0, "extra time a decision batch waits for more requests (0 = only what arrived during the previous batch)")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", agent.DefaultMaxBatch, "most tasks in one batched model call")
