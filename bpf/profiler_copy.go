@@ -186,6 +186,10 @@ func stackWords(dst []uint64, b []byte, n int32) ([]uint64, int32) {
 	return dst, 0
 }
 
+// Pending is the number of bytes of records in the ring buffer not read
+// yet.
+func (r *CopyReader) Pending() int { return r.rd.AvailableBytes() }
+
 // SetDeadline makes a blocked Read return os.ErrDeadlineExceeded at t.
 func (r *CopyReader) SetDeadline(t time.Time) { r.rd.SetDeadline(t) }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/triage-agent/triage/bpf"
 	"github.com/triage-agent/triage/flamegraph"
@@ -23,6 +25,9 @@ type copyAggregator struct {
 	prof *bpf.Profiler
 	max  int // distinct stacks kept per window; more are counted as lost
 
+	rd   *bpf.CopyReader
+	busy atomic.Bool // a record read from the ring is being unwound
+
 	mu        sync.Mutex
 	counts    map[string]*flamegraph.Sample
 	lost      uint64
@@ -33,23 +38,42 @@ type copyAggregator struct {
 	pcs []uint64
 }
 
-func newCopyAggregator(sym *flamegraph.Symbolizer, prof *bpf.Profiler, max int) *copyAggregator {
-	return &copyAggregator{sym: sym, prof: prof, max: max, counts: map[string]*flamegraph.Sample{},
+func newCopyAggregator(sym *flamegraph.Symbolizer, prof *bpf.Profiler, rd *bpf.CopyReader, max int) *copyAggregator {
+	return &copyAggregator{sym: sym, prof: prof, rd: rd, max: max, counts: map[string]*flamegraph.Sample{},
 		fallbacks: map[string]uint64{}, starts: map[uint32]uint64{}}
 }
 
 // run reads copies until the profiler closes.
-func (a *copyAggregator) run(rd *bpf.CopyReader) {
+func (a *copyAggregator) run() {
 	var c bpf.StackCopy
 	for {
-		if err := rd.Read(&c); err != nil {
+		err := a.rd.Read(&c)
+		a.busy.Store(true)
+		if err != nil {
+			a.busy.Store(false)
 			if errors.Is(err, bpf.ErrProfilerShut) || errors.Is(err, os.ErrClosed) {
 				return
 			}
 			continue // a malformed record: skip it
 		}
 		a.add(&c)
+		a.busy.Store(false)
 	}
+}
+
+// catchUp waits, at most max, until the records in the ring buffer now have
+// been unwound: a window's samples are then in that window even when the
+// first sample of a process had to read its binaries' tables (hundreds of
+// milliseconds for libc's debug file). It reports whether it caught up.
+func (a *copyAggregator) catchUp(max time.Duration) bool {
+	deadline := time.Now().Add(max)
+	for a.rd.Pending() > 0 || a.busy.Load() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
 }
 
 // maxClassified bounds the processes remembered as classified.

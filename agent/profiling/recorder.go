@@ -109,11 +109,11 @@ func New(cfg Config) (*Recorder, error) {
 	if rd, err := p.CopyReader(); err == nil {
 		o := p.Options()
 		r.unwindNote = fmt.Sprintf("unwind: .eh_frame/.debug_frame tables on %d KiB user stack copies; frame pointers for Go and where no table covers", o.StackCopyBytes>>10)
-		r.copies = newCopyAggregator(sym, p, int(o.CountEntries))
+		r.copies = newCopyAggregator(sym, p, rd, int(o.CountEntries))
 		r.copiesDone = make(chan struct{})
 		go func() {
 			defer close(r.copiesDone)
-			r.copies.run(rd)
+			r.copies.run()
 		}()
 	} else if r.unwindNote == "" {
 		r.unwindNote = "unwind: frame pointers only (--unwind fp)"
@@ -184,6 +184,10 @@ func (r *Recorder) Wait(ctx context.Context, d time.Duration) {
 // catch a process that lives a few seconds, rare enough to cost nothing.
 const captureEvery = time.Second
 
+// copyCatchUp bounds how long Collect waits for queued stack copies to be
+// unwound.
+const copyCatchUp = 10 * time.Second
+
 // Collect drains the current window and builds its profiles.
 func (r *Recorder) Collect() (*Result, error) {
 	w, err := r.prof.Drain()
@@ -207,6 +211,9 @@ func (r *Recorder) Collect() (*Result, error) {
 	onCPU := Convert(w.OnCPU, flamegraph.OnCPU)
 	comments := []string{r.unwindNote}
 	if r.copies != nil {
+		if !r.copies.catchUp(copyCatchUp) {
+			r.log.Warn("stack copies still queued at the end of the window; they go to the next one", "waited", copyCatchUp)
+		}
 		copied, lost := r.copies.take()
 		onCPU = append(onCPU, copied...)
 		res.Lost += lost
