@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -120,27 +121,27 @@ func TestTracker(t *testing.T) {
 	tr := newTracker(time.Second, 3)
 	t0 := time.Unix(1000, 0)
 	for i := uint64(1); i <= 3; i++ {
-		if ev := tr.add(&pendingTask{id: i, decidedAt: t0.Add(time.Duration(i) * time.Millisecond)}, nil); len(ev) != 0 {
+		if ev := tr.add(&pendingTask{id: sid(i), decidedAt: t0.Add(time.Duration(i) * time.Millisecond)}, nil); len(ev) != 0 {
 			t.Fatalf("evicted %d below max", len(ev))
 		}
 	}
-	if p, ok := tr.finish(2); !ok || p.id != 2 {
+	if p, ok := tr.finish("2"); !ok || p.id != "2" {
 		t.Fatal("finish 2")
 	}
-	if _, ok := tr.finish(2); ok {
+	if _, ok := tr.finish("2"); ok {
 		t.Fatal("finished twice")
 	}
-	tr.add(&pendingTask{id: 4, decidedAt: t0.Add(4 * time.Millisecond)}, nil)
-	ev := tr.add(&pendingTask{id: 5, decidedAt: t0.Add(5 * time.Millisecond)}, nil)
-	if len(ev) != 1 || ev[0].id != 1 {
+	tr.add(&pendingTask{id: "4", decidedAt: t0.Add(4 * time.Millisecond)}, nil)
+	ev := tr.add(&pendingTask{id: "5", decidedAt: t0.Add(5 * time.Millisecond)}, nil)
+	if len(ev) != 1 || ev[0].id != "1" {
 		t.Fatalf("beyond max evicted %v, want task 1", ev)
 	}
 	exp := tr.expire(t0.Add(time.Second+4500*time.Microsecond), nil)
-	if len(exp) != 2 || exp[0].id != 3 || exp[1].id != 4 || tr.len() != 1 {
+	if len(exp) != 2 || exp[0].id != "3" || exp[1].id != "4" || tr.len() != 1 {
 		t.Fatalf("expired %d tasks, %d left", len(exp), tr.len())
 	}
 	// A re-decided id is timed out from its latest decision, once.
-	tr.add(&pendingTask{id: 5, decidedAt: t0.Add(3 * time.Second)}, nil)
+	tr.add(&pendingTask{id: "5", decidedAt: t0.Add(3 * time.Second)}, nil)
 	if exp := tr.expire(t0.Add(3500*time.Millisecond), nil); len(exp) != 0 {
 		t.Fatalf("re-decided task expired from its first decision: %v", exp)
 	}
@@ -150,13 +151,15 @@ func TestTrackerOrderStaysBounded(t *testing.T) {
 	tr := newTracker(time.Hour, 100)
 	now := time.Unix(0, 0)
 	for i := uint64(0); i < 100_000; i++ {
-		tr.add(&pendingTask{id: i, decidedAt: now}, nil)
-		tr.finish(i)
+		tr.add(&pendingTask{id: sid(i), decidedAt: now}, nil)
+		tr.finish(sid(i))
 	}
 	if len(tr.order)-tr.head > 8192 {
 		t.Fatalf("order holds %d entries for %d live tasks", len(tr.order)-tr.head, tr.len())
 	}
 }
+
+func sid(i uint64) string { return strconv.FormatUint(i, 10) }
 
 func TestHugeClassNameIsBounded(t *testing.T) {
 	long := make([]byte, 1<<20)

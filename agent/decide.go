@@ -65,10 +65,11 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 	for i := range out {
 		q := qs[i*policy.NumActions : (i+1)*policy.NumActions : (i+1)*policy.NumActions]
 		copy(q, out[i].Q[:])
-		msgs[i].Id, msgs[i].Priority, msgs[i].Q = tasks[i].GetId(), uint32(out[i].Priority), q
+		// The id comes back in the field(s) it came in (wire.TaskID's rule).
+		msgs[i].Id, msgs[i].TaskId, msgs[i].Priority, msgs[i].Q = tasks[i].GetId(), tasks[i].GetTaskId(), uint32(out[i].Priority), q
 		res[i] = &msgs[i]
 		p := &pendingTask{
-			id: tasks[i].GetId(), desc: descs[i],
+			id: wire.TaskID(tasks[i]), desc: descs[i],
 			state: states[i], action: uint8(out[i].Priority), q: out[i].Q, model: version, decidedAt: now,
 		}
 		for _, ev := range a.tracker.add(p, nil) {
@@ -96,7 +97,7 @@ func (a *Agent) ReportOutcomes(_ context.Context, outs []*wire.Outcome) error {
 	now := time.Now()
 	node := a.node.Load()
 	for _, o := range outs {
-		p, ok := a.tracker.finish(o.GetId())
+		p, ok := a.tracker.finish(wire.TaskID(o))
 		if !ok {
 			a.metrics.outcomesUnknown.Inc()
 			continue
@@ -138,7 +139,7 @@ func (a *Agent) finished(p *pendingTask, node *nodeSnapshot, now time.Time, late
 	d.Arrival = now.Add(-time.Duration(latencyMs * float64(time.Millisecond)))
 	next := a.asm.BuildTask(&node.inputs, &d, a.tracker.len(), now)
 	rec := experience.Record{
-		UnixNano: now.UnixNano(), TaskID: fmt.Sprint(p.id), Class: truncate(p.desc.Class, experience.MaxStringBytes),
+		UnixNano: now.UnixNano(), TaskID: p.id, Class: truncate(p.desc.Class, experience.MaxStringBytes),
 		State: p.state, Action: p.action, Q: p.q, Reward: float32(reward), Phase: phase.String(),
 		LatencyMs: float32(latencyMs), SLAMet: met, Model: truncate(p.model, experience.MaxStringBytes),
 		Next: next, TimedOut: timedOut,
