@@ -10,6 +10,7 @@ require (
 	github.com/klauspost/compress v1.20.4
 	github.com/prometheus/client_golang v1.25.0
 	github.com/quic-go/quic-go v0.65.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/yalue/onnxruntime_go v1.27.0
 	golang.org/x/sys v0.50.0
 	google.golang.org/grpc v1.85.0
