@@ -39,6 +39,7 @@ func (s *syncBuffer) String() string {
 
 type testAgent struct {
 	*Agent
+	token    string // sent by get, when the agent has tokens
 	logs     *syncBuffer
 	cancel   context.CancelFunc
 	done     chan error
@@ -76,6 +77,9 @@ func startAgent(t testing.TB, cfg Config) *testAgent {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ta := &testAgent{Agent: a, logs: logs, cancel: cancel, done: make(chan error, 1)}
+	if len(cfg.Tokens) > 0 {
+		ta.token = cfg.Tokens[0]
+	}
 	go func() { ta.done <- a.Run(ctx) }()
 	t.Cleanup(ta.stop)
 	waitFor(t, 10*time.Second, "agent ready", func() bool {
@@ -100,7 +104,14 @@ func (ta *testAgent) url(path string) string { return "http://" + ta.AdminAddr()
 
 func (ta *testAgent) get(t testing.TB, path string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(ta.url(path))
+	req, err := http.NewRequest("GET", ta.url(path), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ta.token != "" {
+		req.Header.Set("Authorization", "Bearer "+ta.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}

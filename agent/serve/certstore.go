@@ -104,16 +104,26 @@ func (cs *certStore) current() *tlsIdentity {
 	if cs.certFile == "" && cs.caFile == "" {
 		return cs.cur.Load()
 	}
+	id, tried, err := cs.reload()
+	// Told outside the lock: the callback may ask for the identity.
+	if tried && cs.onReload != nil {
+		cs.onReload(err)
+	}
+	return id
+}
+
+// reload loads the files that changed since they were last seen; tried
+// says whether any had.
+func (cs *certStore) reload() (id *tlsIdentity, tried bool, err error) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	old := cs.cur.Load()
 	certChanged := cs.certFile != "" && (changed(cs.certFile, cs.certSig) || changed(cs.keyFile, cs.keySig))
 	caChanged := cs.caFile != "" && changed(cs.caFile, cs.caSig)
 	if !certChanged && !caChanged {
-		return old
+		return old, false, nil
 	}
 	next := *old
-	var err error
 	if certChanged {
 		// Remember the files as seen even when they do not load: a pair
 		// half written is tried again when the other half lands.
@@ -135,10 +145,7 @@ func (cs *certStore) current() *tlsIdentity {
 	if next.cert != old.cert || next.cas != old.cas {
 		cs.cur.Store(&next)
 	}
-	if cs.onReload != nil {
-		cs.onReload(err)
-	}
-	return cs.cur.Load()
+	return cs.cur.Load(), true, err
 }
 
 // changed compares path with what was seen last; a file that is missing
