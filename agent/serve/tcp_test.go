@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/triage-agent/triage/agent/serve"
-	"github.com/triage-agent/triage/client"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -216,13 +215,33 @@ func TestStringIDsOnQUIC(t *testing.T) {
 	if resp.GetDecisions()[0].GetTaskId() != "job/2026-12-03/ünïcode" || resp.GetDecisions()[1].GetId() != 5 {
 		t.Fatalf("native ids: %v", resp.GetDecisions())
 	}
-	_, err = c.Decide(ctx, []*wire.Task{{TaskId: strings.Repeat("y", 200)}})
-	var se *client.ServerError
-	if !errors.As(err, &se) || se.Code != wire.CodeInvalidArgument || !strings.Contains(se.Reason, "200 bytes, at most 128") {
-		t.Fatalf("200-byte id on triage/1: %v", err)
+	// The Go client refuses a long id before sending it ...
+	if _, err := c.Decide(ctx, []*wire.Task{{TaskId: strings.Repeat("y", 200)}}); !errors.Is(err, wire.ErrBadTaskID) {
+		t.Fatalf("the client sent a 200-byte id: %v", err)
 	}
-	if _, err := c.ReportOutcomes(ctx, []*wire.Outcome{{TaskId: strings.Repeat("y", 200), LatencyMs: 1}}); !errors.As(err, &se) || se.Code != wire.CodeInvalidArgument {
-		t.Fatalf("200-byte outcome id: %v", err)
+	if _, err := c.ReportOutcomes(ctx, []*wire.Outcome{{TaskId: strings.Repeat("y", 200)}}); !errors.Is(err, wire.ErrBadTaskID) {
+		t.Fatalf("the client sent a 200-byte outcome id: %v", err)
+	}
+	// ... and the agent refuses one that another client sends, on that
+	// request only: the same stream then serves the next one.
+	rc := dialRaw(t, ts, "", nil)
+	str, err := rc.conn.OpenStreamSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, _ := wire.NewFrameWriter(str)
+	fr, _ := wire.NewFrameReader(str, 0)
+	for i, tasks := range [][]*wire.Task{{{TaskId: strings.Repeat("y", 200)}}, {{TaskId: "after-the-refusal"}}} {
+		if err := fw.Write(&wire.Envelope{Body: &wire.Envelope_DecideRequest{DecideRequest: &wire.DecideRequest{ReqId: uint64(5 + i), Tasks: tasks}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var env wire.Envelope
+	if err := fr.Read(&env); err != nil || env.GetError().GetCode() != uint32(wire.CodeInvalidArgument) || env.GetError().GetReqId() != 5 || !strings.Contains(env.GetError().GetReason(), "200 bytes, at most 128") {
+		t.Fatalf("200-byte id on triage/1: %v %v", env.GetBody(), err)
+	}
+	if err := fr.Read(&env); err != nil || env.GetDecideResponse().GetReqId() != 6 || env.GetDecideResponse().GetDecisions()[0].GetTaskId() != "after-the-refusal" {
+		t.Fatalf("the request after the refusal: %v %v", env.GetBody(), err)
 	}
 	if n, err := c.ReportOutcomes(ctx, []*wire.Outcome{{TaskId: "job/2026-12-03/ünïcode", LatencyMs: 3}}); err != nil || n != 1 {
 		t.Fatalf("outcome by string id after a refused one: %d %v", n, err)
