@@ -110,6 +110,10 @@ type Config struct {
 	// NoEBPF turns every eBPF probe off: the node signals come from procfs
 	// alone (as on a kernel without BTF or without the capabilities).
 	NoEBPF bool
+	// ProbeCPUStats measures the probes' in-kernel CPU time
+	// (triage_probe_cpu_seconds_total) with the kernel's BPF run-time
+	// accounting, which costs two clock reads per program run.
+	ProbeCPUStats bool
 	// Signals replaces the node-signal source (an embedder's collector with
 	// watched cgroups or ports); the agent closes it. nil starts a collector
 	// with every probe this kernel supports.

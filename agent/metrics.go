@@ -102,6 +102,7 @@ type agentCollector struct{ a *Agent }
 
 var (
 	descProbe       = prometheus.NewDesc("triage_probe_attached", "1 when the eBPF probe is attached (tier: how), 0 when it fell back (tier none; /readyz and the log say why).", []string{"probe", "tier"}, nil)
+	descProbeCPU    = prometheus.NewDesc("triage_probe_cpu_seconds_total", "In-kernel run time of the probe's BPF programs (charged to the tasks they interrupt, not to the agent); with --probe-cpu-stats only.", []string{"probe"}, nil)
 	descSource      = prometheus.NewDesc("triage_feature_source", "1 for the source that feeds each state feature (ebpf, netlink, procfs, none, descriptor, outcomes, agent).", []string{"feature", "source"}, nil)
 	descQueueLen    = prometheus.NewDesc("triage_queue_tasks", "Tasks decided and not yet finished (feature 0's numerator).", nil, nil)
 	descQueueCap    = prometheus.NewDesc("triage_queue_capacity", "Feature 0's denominator.", nil, nil)
@@ -127,7 +128,7 @@ var (
 )
 
 func (c *agentCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descProbe, descSource, descQueueLen, descQueueCap, descReloads, descReloadErrAt,
+	for _, d := range []*prometheus.Desc{descProbe, descProbeCPU, descSource, descQueueLen, descQueueCap, descReloads, descReloadErrAt,
 		descConns, descRejected, descStreamErr, descDatagrams, descCodecRatio, descExpRecords, descExpBytes, descExpRemoved,
 		descFGWindows, descFGBytes, descFGFallback, descFGCache, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady} {
 		ch <- d
@@ -150,6 +151,9 @@ func (c *agentCollector) Collect(ch chan<- prometheus.Metric) {
 				v, tier = 1, p.Tier
 			}
 			gauge(descProbe, v, p.Name, tier)
+			if a.cfg.ProbeCPUStats && p.Attached {
+				counter(descProbeCPU, p.CPUSeconds, p.Name)
+			}
 		}
 		for i, f := range node.features {
 			gauge(descSource, 1, policy.FeatureNames[i], string(f.Source))

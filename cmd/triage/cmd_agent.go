@@ -64,6 +64,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.IntVar(&cfg.MaxPending, "max-pending", agent.DefaultMaxPending, "most decided tasks tracked at once (the oldest is timed out early beyond it)")
 	fs.DurationVar(&cfg.StateInterval, "state-interval", agent.DefaultStateInterval, "how often the node state is refreshed")
 	fs.BoolVar(&cfg.NoEBPF, "no-ebpf", false, "use no eBPF probe: node signals from procfs only")
+	fs.BoolVar(&cfg.ProbeCPUStats, "probe-cpu-stats", false, "measure the probes' in-kernel CPU time (triage_probe_cpu_seconds_total); costs two clock reads per BPF program run")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&logFormat, "log-format", "text", "text (key=value) or json (one object a line)")
 	addConfigFlag(fs)
