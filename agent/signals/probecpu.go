@@ -48,4 +48,3 @@ func (c *Collector) enableRunStats() {
 	}
 	c.runStats = closer
 }
-
