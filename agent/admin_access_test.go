@@ -2,7 +2,15 @@ package agent
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"io"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,7 +30,7 @@ func (ta *testAgent) do(t *testing.T, method, path, token string) (int, string) 
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := ta.hc.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -178,4 +186,61 @@ func TestTokenFileRotation(t *testing.T) {
 	if !strings.Contains(ta.logs.String(), "token file refused") {
 		t.Error("the refusal is not logged")
 	}
+}
+
+// With --admin-tls and --client-ca the admin port speaks TLS with the
+// endpoint's certificate, and a client certificate of the CA is a
+// credential; without one the protected endpoints answer 401, the open
+// ones 200.
+func TestAdminTLSWithClientCertificate(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, _ := writeCert(t, dir)
+	caFile, clientCert := writeClientCA(t, dir)
+	ta := startAgent(t, Config{TLSCertFile: certFile, TLSKeyFile: keyFile, ClientCAFile: caFile, AdminTLS: true, NoEBPF: true})
+	if !strings.HasPrefix(ta.url("/"), "https://") {
+		t.Fatal("admin port not on TLS")
+	}
+	if code, _ := ta.do(t, "GET", "/healthz", ""); code != 200 {
+		t.Errorf("/healthz over TLS without a client certificate: %d", code)
+	}
+	if code, body := ta.do(t, "GET", "/debug/pprof/", ""); code != http.StatusUnauthorized || !strings.Contains(body, "client certificate") {
+		t.Errorf("/debug/pprof/ without a client certificate: %d %s, want 401", code, body)
+	}
+	pin := client.Config{PinSHA256: ta.Fingerprint(), Certificates: []tls.Certificate{clientCert}}
+	ta.hc = &http.Client{Transport: &http.Transport{TLSClientConfig: pin.TLSConfig("localhost", "http/1.1")}}
+	if code, _ := ta.do(t, "GET", "/debug/pprof/", ""); code != 200 {
+		t.Errorf("/debug/pprof/ with a client certificate of the CA: %d, want 200", code)
+	}
+}
+
+// writeClientCA writes a CA's PEM to dir and returns its path and a client
+// certificate it signed.
+func writeClientCA(t *testing.T, dir string) (string, tls.Certificate) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "admin test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "operator"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "client-ca.pem")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }

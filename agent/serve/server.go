@@ -273,6 +273,7 @@ func (s *Server) Close() error {
 	s.h3.Close()
 	if s.tcp != nil {
 		s.tcp.http.Close()
+		s.tcp.ln.Close() // Close above closes it only if Serve ran
 		s.tcp.grpc.Stop()
 	}
 	s.wg.Wait()
