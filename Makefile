@@ -3,6 +3,8 @@
 
 GO        ?= go
 BIN       := bin/triage
+# VERSION is what `triage version` and triage_build_info report.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 ORT_LIB    = $(shell ./scripts/fetch-onnxruntime.sh)
 export TRIAGE_ONNXRUNTIME_LIB ?= $(ORT_LIB)
 TEST_FLAGS ?= -count=1 -timeout 40m -p 2
@@ -22,7 +24,7 @@ ort:
 	@./scripts/fetch-onnxruntime.sh
 
 build:
-	$(GO) build -o $(BIN) ./cmd/triage
+	$(GO) build -ldflags "-X github.com/triage-agent/triage/internal/buildinfo.version=$(VERSION)" -o $(BIN) ./cmd/triage
 
 ## run: set up and start the agent with its embedded defaults
 run: build

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/triage-agent/triage/agent/access"
 	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/agent/signals"
 	"github.com/triage-agent/triage/agent/state"
@@ -42,6 +44,7 @@ type Agent struct {
 	store   *flamegraph.Store
 	prof    profiler
 	server  *serve.Server
+	auth    *access.Tokens // the endpoint's and the admin port's tokens
 	admin   *http.Server
 	adminLn net.Listener
 	metrics *metrics
@@ -66,6 +69,11 @@ type nodeSnapshot struct {
 // profiler is what the agent needs of the flame-graph recorder.
 type profiler interface {
 	Run(ctx context.Context, store *flamegraph.Store, interval time.Duration) error
+	// UnwindFallbacks counts samples partly walked by frame pointer where
+	// unwind tables were wanted, per reason, since the start.
+	UnwindFallbacks() map[string]uint64
+	// SymbolCacheBytes is the symboliser's cache now.
+	SymbolCacheBytes() int
 	Close() error
 }
 
@@ -100,6 +108,17 @@ func New(cfg Config) (a *Agent, err error) {
 	if a.guard, err = newGuard(cfg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
+	if a.auth, err = access.NewTokens(cfg.Tokens, cfg.TokenFile); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	a.auth.OnReload = func(err error) {
+		if err != nil {
+			a.metrics.tokenReloadFailures.Inc()
+			a.log.Error("token file refused; the tokens in force stay", "path", cfg.TokenFile, "err", err)
+			return
+		}
+		a.log.Info("token file reloaded", "path", cfg.TokenFile)
+	}
 
 	pcfg := policy.Config{Device: cfg.Device, LibraryPath: cfg.ORTLibrary, Logger: cfg.Logger}
 	var sess *policy.Session
@@ -126,6 +145,7 @@ func New(cfg Config) (a *Agent, err error) {
 		return nil, fmt.Errorf("starting the model reloader: %w", err)
 	}
 	a.metrics.modelChanged(a.model.Version(), a.model.Device())
+	a.metrics.buildInfo(policy.RuntimeVersion())
 	if cfg.ShadowModelPath != "" {
 		if a.shadow, err = newShadow(cfg.ShadowModelPath, pcfg, a.log); err != nil {
 			return nil, err
@@ -155,7 +175,7 @@ func New(cfg Config) (a *Agent, err error) {
 			return nil, fmt.Errorf("opening the flame-graph store: %w", err)
 		}
 		if !cfg.NoEBPF {
-			a.prof = newProfiler(a.log)
+			a.prof = newProfiler(a.log, cfg)
 		}
 	}
 
@@ -164,37 +184,59 @@ func New(cfg Config) (a *Agent, err error) {
 		return nil, err
 	}
 	if a.server, err = serve.New(scfg, a); err != nil {
-		return nil, fmt.Errorf("starting the QUIC endpoint: %w", err)
+		return nil, fmt.Errorf("starting the endpoint: %w", err)
 	}
+	a.metrics.reg.MustRegister(a.server.Collectors()...)
 	if a.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
 		return nil, fmt.Errorf("listening for admin HTTP on %s: %w", cfg.AdminAddr, err)
 	}
-	a.admin = &http.Server{Handler: a.adminHandler(), ReadHeaderTimeout: 5 * time.Second}
+	if cfg.AdminTLS {
+		a.adminLn = tls.NewListener(a.adminLn, a.server.TLSConfig([]string{"h2", "http/1.1"}, tls.VerifyClientCertIfGiven))
+	}
+	a.admin = &http.Server{Handler: a.adminAccess(a.adminHandler()), ReadHeaderTimeout: 5 * time.Second}
 	return a, nil
 }
 
 // serveConfig is the endpoint's config; a TLS file that cannot be loaded
-// is a bad config.
+// is a bad config (checked here, at start, so that the agent refuses to
+// start; the endpoint reads the files again whenever they change).
 func (a *Agent) serveConfig() (serve.Config, error) {
 	c := serve.Config{
-		Addr: a.cfg.QUICAddr, Tokens: a.cfg.Tokens, InsecureListenAny: a.cfg.InsecureListenAny, Logger: a.log,
+		Addr: a.cfg.QUICAddr, TCPAddr: a.cfg.TCPAddr, DisableTCP: a.cfg.DisableTCP,
+		Auth: a.auth, InsecureListenAny: a.cfg.InsecureListenAny, Logger: a.log,
+		CertHosts: a.cfg.CertHosts, OnTLSReload: a.tlsReloaded,
 	}
-	var err error
 	if a.cfg.TLSCertFile != "" {
-		if c.Certificate, err = serve.LoadCertificate(a.cfg.TLSCertFile, a.cfg.TLSKeyFile); err != nil {
+		if _, err := serve.LoadCertificate(a.cfg.TLSCertFile, a.cfg.TLSKeyFile); err != nil {
 			return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
 		}
+		c.CertFile, c.KeyFile = a.cfg.TLSCertFile, a.cfg.TLSKeyFile
 	}
 	if a.cfg.ClientCAFile != "" {
-		if c.ClientCAs, err = serve.LoadClientCAs(a.cfg.ClientCAFile); err != nil {
+		if _, err := serve.LoadClientCAs(a.cfg.ClientCAFile); err != nil {
 			return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
 		}
+		c.ClientCAFile = a.cfg.ClientCAFile
 	}
 	return c, nil
 }
 
+// tlsReloaded logs and counts a reload of the TLS files.
+func (a *Agent) tlsReloaded(err error) {
+	if err != nil {
+		a.metrics.tlsReloadFailures.Inc()
+		a.log.Error("TLS files refused; the certificate and client CA in force stay", "cert", a.cfg.TLSCertFile, "client_ca", a.cfg.ClientCAFile, "err", err)
+		return
+	}
+	a.log.Info("TLS files reloaded", "cert", a.cfg.TLSCertFile, "client_ca", a.cfg.ClientCAFile, "fingerprint", a.server.Fingerprint())
+}
+
 // QUICAddr is the bound UDP address of the endpoint.
 func (a *Agent) QUICAddr() net.Addr { return a.server.Addr() }
+
+// TCPAddr is the bound TCP address of the endpoint (gRPC, JSON over
+// HTTP/1.1 and HTTP/2), nil when it is off.
+func (a *Agent) TCPAddr() net.Addr { return a.server.TCPAddr() }
 
 // AdminAddr is the bound TCP address of the admin server.
 func (a *Agent) AdminAddr() net.Addr { return a.adminLn.Addr() }
@@ -216,7 +258,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() {
 		defer a.wg.Done()
 		if err := a.server.Serve(); err != nil && !errors.Is(err, serve.ErrClosed) {
-			errc <- fmt.Errorf("QUIC endpoint: %w", err)
+			errc <- fmt.Errorf("endpoint: %w", err)
 		}
 	}()
 	go func() {
@@ -240,8 +282,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		})
 	}
 	a.ready.Store(true)
+	tcp := "off"
+	if t := a.TCPAddr(); t != nil {
+		tcp = t.String()
+	}
 	a.log.Info("triage agent serving",
-		"quic", a.QUICAddr().String(), "admin", a.AdminAddr().String(), "model", a.model.Version(),
+		"quic", a.QUICAddr().String(), "tcp", tcp, "admin", a.AdminAddr().String(), "admin_tls", a.cfg.AdminTLS, "model", a.model.Version(),
 		"device", a.model.Device(), "guard", a.cfg.Guard, "fingerprint", a.Fingerprint(), "experience", a.cfg.ExperienceDir,
 		"flamegraphs", a.cfg.FlamegraphDir, "node", a.cfg.NodeName)
 	select {

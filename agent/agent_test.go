@@ -247,7 +247,7 @@ func TestProbesAttachAsRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("loading BPF programs needs root (CAP_BPF, CAP_PERFMON)")
 	}
-	ta := startAgent(t, Config{})
+	ta := startAgent(t, Config{ProbeCPUStats: true})
 	_, body := ta.get(t, "/readyz")
 	if !strings.Contains(body, "attached") || !strings.Contains(body, " ebpf") {
 		t.Fatalf("/readyz as root shows no attached probe:\n%s", body)
@@ -255,6 +255,17 @@ func TestProbesAttachAsRoot(t *testing.T) {
 	if ta.metric(t, `triage_feature_source{feature="runq_p99_log",source="ebpf"}`) != 1 {
 		t.Fatalf("run-queue latency not from eBPF")
 	}
+	tiers := 0.0
+	for _, tier := range []string{"tp_btf", "raw_tp", "tracepoint"} {
+		tiers += max(ta.metric(t, `triage_probe_attached{probe="runqlat",tier="`+tier+`"}`), 0)
+	}
+	if tiers != 1 {
+		t.Errorf("triage_probe_attached does not name the runqlat tier once")
+	}
+	// The scheduler switches all the time: runqlat's programs have run.
+	waitFor(t, 5*time.Second, "runqlat CPU time", func() bool {
+		return ta.metric(t, `triage_probe_cpu_seconds_total{probe="runqlat"}`) > 0
+	})
 }
 
 // Shadow evaluation and promotion: the candidate decides on the same

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -120,29 +121,29 @@ func TestTracker(t *testing.T) {
 	tr := newTracker(time.Second, 3)
 	t0 := time.Unix(1000, 0)
 	for i := uint64(1); i <= 3; i++ {
-		if ev, _ := tr.add(&pendingTask{id: i, decidedAt: t0.Add(time.Duration(i) * time.Millisecond)}, nil); len(ev) != 0 {
+		if ev, _ := tr.add(&pendingTask{id: sid(i), decidedAt: t0.Add(time.Duration(i) * time.Millisecond)}, nil); len(ev) != 0 {
 			t.Fatalf("evicted %d below max", len(ev))
 		}
 	}
-	if p, ok := tr.finish(2); !ok || p.id != 2 {
+	if p, ok := tr.finish("2"); !ok || p.id != "2" {
 		t.Fatal("finish 2")
 	}
-	if _, ok := tr.finish(2); ok {
+	if _, ok := tr.finish("2"); ok {
 		t.Fatal("finished twice")
 	}
-	tr.add(&pendingTask{id: 4, decidedAt: t0.Add(4 * time.Millisecond)}, nil)
-	ev, _ := tr.add(&pendingTask{id: 5, decidedAt: t0.Add(5 * time.Millisecond)}, nil)
-	if len(ev) != 1 || ev[0].id != 1 {
+	tr.add(&pendingTask{id: "4", decidedAt: t0.Add(4 * time.Millisecond)}, nil)
+	ev, _ := tr.add(&pendingTask{id: "5", decidedAt: t0.Add(5 * time.Millisecond)}, nil)
+	if len(ev) != 1 || ev[0].id != "1" {
 		t.Fatalf("beyond max evicted %v, want task 1", ev)
 	}
 	exp := tr.expire(t0.Add(time.Second+4500*time.Microsecond), nil)
-	if len(exp) != 2 || exp[0].id != 3 || exp[1].id != 4 || tr.len() != 1 {
+	if len(exp) != 2 || exp[0].id != "3" || exp[1].id != "4" || tr.len() != 1 {
 		t.Fatalf("expired %d tasks, %d left", len(exp), tr.len())
 	}
 	// A re-decided id is timed out from its latest decision, once; the
 	// decision it replaced comes back to the caller (the guard's controller
 	// counts it finished).
-	if _, old := tr.add(&pendingTask{id: 5, decidedAt: t0.Add(3 * time.Second)}, nil); old == nil || old.id != 5 || !old.decidedAt.Equal(t0.Add(5*time.Millisecond)) {
+	if _, old := tr.add(&pendingTask{id: "5", decidedAt: t0.Add(3 * time.Second)}, nil); old == nil || old.id != "5" || !old.decidedAt.Equal(t0.Add(5*time.Millisecond)) {
 		t.Fatalf("re-deciding task 5 replaced %+v, want its first decision", old)
 	}
 	if exp := tr.expire(t0.Add(3500*time.Millisecond), nil); len(exp) != 0 {
@@ -156,7 +157,7 @@ func TestTrackerBacklog(t *testing.T) {
 	tr := newTracker(time.Second, 3)
 	t0 := time.Unix(1000, 0)
 	add := func(id uint64, action uint8, cost float64) []*pendingTask {
-		ev, _ := tr.add(&pendingTask{id: id, action: action, costMs: cost, decidedAt: t0.Add(time.Duration(id) * time.Millisecond)}, nil)
+		ev, _ := tr.add(&pendingTask{id: sid(id), action: action, costMs: cost, decidedAt: t0.Add(time.Duration(id) * time.Millisecond)}, nil)
 		return ev
 	}
 	add(1, 4, 10)
@@ -165,19 +166,19 @@ func TestTrackerBacklog(t *testing.T) {
 	if n, w := tr.load(); n != 3 || w[4] != 15 || w[0] != 200 {
 		t.Fatalf("after three: %d tasks, backlog %v", n, w)
 	}
-	tr.finish(1)
+	tr.finish("1")
 	add(3, 2, 7) // re-decided: its earlier work leaves priority 4
 	if _, w := tr.load(); w[4] != 0 || w[2] != 7 || w[0] != 200 {
 		t.Fatalf("after finish and re-decision: %v", w)
 	}
 	add(4, 1, 1)
-	if ev := add(5, 1, 1); len(ev) != 1 || ev[0].id != 2 {
+	if ev := add(5, 1, 1); len(ev) != 1 || ev[0].id != "2" {
 		t.Fatalf("evicted %v", ev)
 	}
 	if _, w := tr.load(); w[0] != 0 || w[1] != 2 {
 		t.Fatalf("after evicting the background task: %v", w)
 	}
-	for _, id := range []uint64{3, 4, 5} {
+	for _, id := range []string{"3", "4", "5"} {
 		tr.finish(id)
 	}
 	if n, w := tr.load(); n != 0 || w != [policy.NumActions]float64{} {
@@ -189,13 +190,15 @@ func TestTrackerOrderStaysBounded(t *testing.T) {
 	tr := newTracker(time.Hour, 100)
 	now := time.Unix(0, 0)
 	for i := uint64(0); i < 100_000; i++ {
-		tr.add(&pendingTask{id: i, decidedAt: now}, nil)
-		tr.finish(i)
+		tr.add(&pendingTask{id: sid(i), decidedAt: now}, nil)
+		tr.finish(sid(i))
 	}
 	if len(tr.order)-tr.head > 8192 {
 		t.Fatalf("order holds %d entries for %d live tasks", len(tr.order)-tr.head, tr.len())
 	}
 }
+
+func sid(i uint64) string { return strconv.FormatUint(i, 10) }
 
 func TestHugeClassNameIsBounded(t *testing.T) {
 	long := make([]byte, 1<<20)

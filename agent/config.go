@@ -15,22 +15,35 @@ import (
 	"slices"
 	"time"
 
+	"github.com/triage-agent/triage/agent/profiling"
 	"github.com/triage-agent/triage/experience"
 	"github.com/triage-agent/triage/policy/control"
 	"github.com/triage-agent/triage/policy/guard"
 )
 
 // Config configures the agent. Its zero value runs the defaults of
-// DESIGN.md: QUIC on :4433 (loopback only unless client authentication or
-// InsecureListenAny is set), admin HTTP on :9090, a self-signed
-// certificate, device auto, the embedded model, every probe the kernel
-// supports.
+// DESIGN.md: QUIC on UDP :4433 and gRPC and JSON on TCP :4433 (loopback only
+// unless client authentication or InsecureListenAny is set), admin HTTP on
+// :9090, a self-signed certificate, device auto, the embedded model, every
+// probe the kernel supports.
 type Config struct {
 	// QUICAddr is the UDP address of the endpoint; "" applies the endpoint's
 	// rule (127.0.0.1:4433 without client authentication, :4433 with it).
 	QUICAddr string
+	// TCPAddr is the TCP address of gRPC and JSON over HTTP/1.1 and HTTP/2;
+	// "" means QUICAddr's host and port number. DisableTCP turns it off.
+	TCPAddr    string
+	DisableTCP bool
 	// AdminAddr is the TCP address of the admin HTTP server; "" means ":9090".
 	AdminAddr string
+	// AdminTLS serves the admin port over TLS with the endpoint's
+	// certificate (and, with ClientCAFile, accepts a client certificate of
+	// that CA as a credential). Plain HTTP by default, for Prometheus and
+	// kubelet probes.
+	AdminTLS bool
+	// AdminAuthAll makes /metrics, /healthz and /readyz require the token
+	// (or a loopback peer) like every other admin endpoint.
+	AdminAuthAll bool
 
 	// ModelPath is the ONNX model to serve and to watch for hot reload; ""
 	// serves the embedded default model.
@@ -44,11 +57,21 @@ type Config struct {
 	Device     string
 	ORTLibrary string
 
-	// TLS and client authentication of the endpoint.
+	// TLS and client authentication of the endpoint. The files are read
+	// again when they change (the next new connection gets the new ones).
 	TLSCertFile, TLSKeyFile string
 	ClientCAFile            string
-	Tokens                  []string
-	InsecureListenAny       bool
+	// CertHosts are added to the self-signed certificate's names (used when
+	// no TLSCertFile is given): the node and pod addresses that clients
+	// dial (the DaemonSet passes status.hostIP and status.podIP).
+	CertHosts []string
+	// Tokens are the bearer tokens of the endpoint and the admin port;
+	// TokenFile adds those of a file (one per line), re-read when it
+	// changes, so a token need not be on the command line or in the
+	// environment, where /proc shows it.
+	Tokens            []string
+	TokenFile         string
+	InsecureListenAny bool
 
 	// ExperienceDir is where outcomes are logged. "" means
 	// /var/lib/triage/experience when that can be created, else no log
@@ -61,6 +84,13 @@ type Config struct {
 	FlamegraphDir      string
 	FlamegraphInterval time.Duration
 	FlamegraphMaxBytes int64
+	// FlamegraphUnwind is how user stacks are walked: "auto" or "" (copy
+	// and unwind by .eh_frame where the kernel allows, else frame
+	// pointers), "dwarf", "fp" (see profiling.UnwindMode).
+	FlamegraphUnwind string
+	// FlamegraphCacheBytes caps the symboliser's cache: symbol tables,
+	// inline indexes, unwind tables, JIT maps; default 16 MiB.
+	FlamegraphCacheBytes int
 
 	// NodeName labels metrics and node-state snapshots (the DaemonSet sets
 	// it from the downward API); "" means the host name.
@@ -103,6 +133,10 @@ type Config struct {
 	// NoEBPF turns every eBPF probe off: the node signals come from procfs
 	// alone (as on a kernel without BTF or without the capabilities).
 	NoEBPF bool
+	// ProbeCPUStats measures the probes' in-kernel CPU time
+	// (triage_probe_cpu_seconds_total) with the kernel's BPF run-time
+	// accounting, which costs two clock reads per program run.
+	ProbeCPUStats bool
 	// Signals replaces the node-signal source (an embedder's collector with
 	// watched cgroups or ports); the agent closes it. nil starts a collector
 	// with every probe this kernel supports.
@@ -155,6 +189,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.FlamegraphInterval <= 0 {
 		c.FlamegraphInterval = DefaultFGInterval
+	}
+	if _, err := profiling.ParseUnwindMode(c.FlamegraphUnwind); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	if c.FlamegraphCacheBytes < 0 {
+		return c, fmt.Errorf("%w: flame-graph cache of %d bytes", ErrBadConfig, c.FlamegraphCacheBytes)
 	}
 	if c.BatchWindow < 0 || c.BatchWindow > 10*time.Millisecond {
 		return c, fmt.Errorf("%w: batch window %v must be within 0..10ms (it adds to every decision's latency)", ErrBadConfig, c.BatchWindow)

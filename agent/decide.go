@@ -70,7 +70,7 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 	now := time.Now()
 	for i := range out {
 		p := &pendingTask{
-			id: tasks[i].GetId(), desc: descs[i],
+			id: wire.TaskID(tasks[i]), desc: descs[i],
 			state: states[i], costMs: costs[i], q: out[i].Q, model: version, decidedAt: now,
 			ctl: a.controlTask(&descs[i], costs[i], now),
 		}
@@ -79,7 +79,8 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 		p.action = uint8(level)
 		q := qs[i*policy.NumActions : (i+1)*policy.NumActions : (i+1)*policy.NumActions]
 		copy(q, out[i].Q[:])
-		msgs[i].Id, msgs[i].Priority, msgs[i].Q = tasks[i].GetId(), uint32(level), q
+		// The id comes back in the field(s) it came in (wire.TaskID's rule).
+		msgs[i].Id, msgs[i].TaskId, msgs[i].Priority, msgs[i].Q = tasks[i].GetId(), tasks[i].GetTaskId(), uint32(level), q
 		res[i] = &msgs[i]
 		evicted, replaced := a.tracker.add(p, nil)
 		for _, ev := range evicted {
@@ -112,7 +113,7 @@ func (a *Agent) ReportOutcomes(_ context.Context, outs []*wire.Outcome) error {
 	now := time.Now()
 	node := a.node.Load()
 	for _, o := range outs {
-		p, ok := a.tracker.finish(o.GetId())
+		p, ok := a.tracker.finish(wire.TaskID(o))
 		if !ok {
 			a.metrics.outcomesUnknown.Inc()
 			continue
@@ -158,7 +159,7 @@ func (a *Agent) finished(p *pendingTask, node *nodeSnapshot, now time.Time, late
 	// and the node as they are now.
 	next := a.asm.BuildTask(&node.inputs, &p.desc, a.tracker.len(), now)
 	rec := experience.Record{
-		UnixNano: now.UnixNano(), TaskID: fmt.Sprint(p.id), Class: truncate(p.desc.Class, experience.MaxStringBytes),
+		UnixNano: now.UnixNano(), TaskID: p.id, Class: truncate(p.desc.Class, experience.MaxStringBytes),
 		State: p.state, Action: p.action, Q: p.q, Reward: float32(reward), Phase: phase.String(),
 		LatencyMs: float32(latencyMs), SLAMet: met, Model: truncate(p.model, experience.MaxStringBytes),
 		Next: next, TimedOut: timedOut,

@@ -19,8 +19,10 @@ import (
 
 // newProfiler loads the stack sampler; without it the agent runs without
 // flame graphs (and says so), never fails.
-func newProfiler(log *slog.Logger) profiler {
-	r, err := profiling.New(profiling.Config{Logger: log})
+func newProfiler(log *slog.Logger, cfg Config) profiler {
+	mode, _ := profiling.ParseUnwindMode(cfg.FlamegraphUnwind) // checked by withDefaults
+	r, err := profiling.New(profiling.Config{Logger: log, Unwind: mode,
+		Symbolizer: flamegraph.SymbolizerConfig{MaxCacheBytes: cfg.FlamegraphCacheBytes}})
 	if err != nil {
 		log.Warn("flame-graph recorder unavailable; /flamegraphs lists what is on disk", "err", err)
 		return nil

@@ -97,6 +97,10 @@ func TestFlamegraphDiffView(t *testing.T) {
 	if v := ta.metric(t, "triage_flamegraph_windows"); v < 2 {
 		t.Fatalf("flamegraph_windows = %v", v)
 	}
+	// Windows were symbolised: the symboliser holds tables, within its cap.
+	if v := ta.metric(t, "triage_flamegraph_symbol_cache_bytes"); v <= 0 || v > 2*16<<20 {
+		t.Fatalf("flamegraph_symbol_cache_bytes = %v", v)
+	}
 }
 
 func jsString(s string) string {

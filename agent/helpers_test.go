@@ -39,6 +39,9 @@ func (s *syncBuffer) String() string {
 
 type testAgent struct {
 	*Agent
+	token    string       // sent by get, when the agent has tokens
+	hc       *http.Client // the admin port's client (TLS when AdminTLS)
+	scheme   string
 	logs     *syncBuffer
 	cancel   context.CancelFunc
 	done     chan error
@@ -75,7 +78,16 @@ func startAgent(t testing.TB, cfg Config) *testAgent {
 		t.Fatalf("starting the agent: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ta := &testAgent{Agent: a, logs: logs, cancel: cancel, done: make(chan error, 1)}
+	ta := &testAgent{Agent: a, logs: logs, cancel: cancel, done: make(chan error, 1), hc: http.DefaultClient, scheme: "http"}
+	if cfg.AdminTLS {
+		// The admin port serves the endpoint's certificate: pinned.
+		pin := client.Config{PinSHA256: a.Fingerprint()}
+		ta.hc = &http.Client{Transport: &http.Transport{TLSClientConfig: pin.TLSConfig("localhost", "http/1.1")}}
+		ta.scheme = "https"
+	}
+	if len(cfg.Tokens) > 0 {
+		ta.token = cfg.Tokens[0]
+	}
 	go func() { ta.done <- a.Run(ctx) }()
 	t.Cleanup(ta.stop)
 	waitFor(t, 10*time.Second, "agent ready", func() bool {
@@ -96,11 +108,20 @@ func (ta *testAgent) stop() {
 	})
 }
 
-func (ta *testAgent) url(path string) string { return "http://" + ta.AdminAddr().String() + path }
+func (ta *testAgent) url(path string) string {
+	return ta.scheme + "://" + ta.AdminAddr().String() + path
+}
 
 func (ta *testAgent) get(t testing.TB, path string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(ta.url(path))
+	req, err := http.NewRequest("GET", ta.url(path), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ta.token != "" {
+		req.Header.Set("Authorization", "Bearer "+ta.token)
+	}
+	resp, err := ta.hc.Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}

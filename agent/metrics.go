@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/triage-agent/triage/agent/serve"
+	"github.com/triage-agent/triage/internal/buildinfo"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/policy/guard"
 )
@@ -33,6 +34,9 @@ type metrics struct {
 	reloadFailures   prometheus.Counter
 	experienceErrors prometheus.Counter
 	modelInfo        *prometheus.GaugeVec
+
+	tlsReloadFailures   prometheus.Counter
+	tokenReloadFailures prometheus.Counter
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -67,12 +71,27 @@ func newMetrics(a *Agent) *metrics {
 	m.reloadFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "triage_model_reload_failures_total", Help: "Model files refused (the running model kept serving); the log says why."})
 	m.experienceErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "triage_experience_errors_total", Help: "Experience records that could not be appended."})
 	m.modelInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "triage_model_info", Help: "The serving model (value 1)."}, []string{"version", "device", "schema"})
+	m.tlsReloadFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "triage_tls_reload_failures_total", Help: "Changed TLS certificate, key or client CA files that could not be loaded (the ones in force kept serving); the log says why."})
+	m.tokenReloadFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "triage_token_reload_failures_total", Help: "Changed token files refused (the tokens in force stayed); the log says why."})
 
 	m.reg.MustRegister(decisions, guarded, m.decideLatency, m.modelLatency, m.batchSize, m.decideErrors, m.abandoned,
 		m.outcomes, m.outcomesUnknown, m.timeouts, m.reward, m.reloadFailures, m.experienceErrors, m.modelInfo,
+		m.tlsReloadFailures, m.tokenReloadFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&agentCollector{a: a})
 	return m
+}
+
+// buildInfo registers triage_build_info, once the ONNX Runtime library is
+// loaded (its version is a label).
+func (m *metrics) buildInfo(ortVersion string) {
+	bi := buildinfo.Read()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "triage_build_info", Help: "The agent's build (value 1): version, VCS revision, Go and ONNX Runtime versions.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.GoVersion, "onnxruntime": ortVersion},
+	})
+	build.Set(1)
+	m.reg.MustRegister(build)
 }
 
 func (m *metrics) observeBatch(tasks int, took time.Duration) {
@@ -89,16 +108,16 @@ func (m *metrics) modelChanged(version, device string) {
 type agentCollector struct{ a *Agent }
 
 var (
-	descProbe       = prometheus.NewDesc("triage_probe_attached", "1 when the eBPF probe is attached, 0 when it fell back (detail: tier or reason).", []string{"probe", "detail"}, nil)
+	descProbe       = prometheus.NewDesc("triage_probe_attached", "1 when the eBPF probe is attached (tier: how), 0 when it fell back (tier none; /readyz and the log say why).", []string{"probe", "tier"}, nil)
+	descProbeCPU    = prometheus.NewDesc("triage_probe_cpu_seconds_total", "In-kernel run time of the probe's BPF programs (charged to the tasks they interrupt, not to the agent); with --probe-cpu-stats only.", []string{"probe"}, nil)
 	descSource      = prometheus.NewDesc("triage_feature_source", "1 for the source that feeds each state feature (ebpf, netlink, procfs, none, descriptor, outcomes, agent).", []string{"feature", "source"}, nil)
 	descQueueLen    = prometheus.NewDesc("triage_queue_tasks", "Tasks decided and not yet finished (feature 0's numerator).", nil, nil)
 	descQueueCap    = prometheus.NewDesc("triage_queue_capacity", "Worker slots of the upstream executor on this node (feature 0's denominator).", nil, nil)
 	descReloads     = prometheus.NewDesc("triage_model_swaps_total", "Models hot-swapped in.", nil, nil)
 	descReloadErrAt = prometheus.NewDesc("triage_model_reload_last_failure_timestamp_seconds", "When the last model file was refused (0: never).", nil, nil)
-	descConns       = prometheus.NewDesc("triage_endpoint_connections_total", "QUIC connections accepted.", nil, nil)
-	descRejected    = prometheus.NewDesc("triage_endpoint_rejected_connections_total", "QUIC connections refused (limits, authentication).", nil, nil)
+	descConns       = prometheus.NewDesc("triage_endpoint_connections_total", "Connections accepted (QUIC and TCP).", nil, nil)
+	descRejected    = prometheus.NewDesc("triage_endpoint_rejected_connections_total", "Connections refused (limits, authentication), QUIC and TCP.", nil, nil)
 	descStreamErr   = prometheus.NewDesc("triage_endpoint_stream_errors_total", "Native streams closed with an error code.", nil, nil)
-	descRequests    = prometheus.NewDesc("triage_endpoint_decide_requests_total", "Decide requests served (native and HTTP/3).", nil, nil)
 	descDatagrams   = prometheus.NewDesc("triage_endpoint_state_datagrams_total", "Node-state datagrams sent.", nil, nil)
 	descCodecRatio  = prometheus.NewDesc("triage_codec_compression_ratio", "Payload bytes over wire bytes of the delta codec on the endpoint's streams.", nil, nil)
 	descExpRecords  = prometheus.NewDesc("triage_experience_records_total", "Experience records appended.", nil, nil)
@@ -106,6 +125,8 @@ var (
 	descExpRemoved  = prometheus.NewDesc("triage_experience_segments_removed_total", "Experience segments removed by the size cap.", nil, nil)
 	descFGWindows   = prometheus.NewDesc("triage_flamegraph_windows", "Flame-graph windows kept on disk.", nil, nil)
 	descFGBytes     = prometheus.NewDesc("triage_flamegraph_bytes", "Bytes of the flame-graph windows on disk.", nil, nil)
+	descFGFallback  = prometheus.NewDesc("triage_flamegraph_unwind_fallback_samples_total", "On-CPU samples whose user stack was partly walked by frame pointer where unwind tables were wanted, by reason.", []string{"reason"}, nil)
+	descFGCache     = prometheus.NewDesc("triage_flamegraph_symbol_cache_bytes", "Memory of the symboliser's cache: symbol tables, inline indexes, unwind tables, JIT maps.", nil, nil)
 	descShadowTasks = prometheus.NewDesc("triage_shadow_tasks_total", "Tasks the shadow model decided.", []string{"model"}, nil)
 	descShadowAgree = prometheus.NewDesc("triage_shadow_agreement_ratio", "Fraction of tasks where the shadow model chose the serving model's priority.", []string{"model"}, nil)
 	descShadowQDiff = prometheus.NewDesc("triage_shadow_mean_abs_q_diff", "Mean |Q_shadow - Q_serving| over tasks and levels.", []string{"model"}, nil)
@@ -114,9 +135,9 @@ var (
 )
 
 func (c *agentCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descProbe, descSource, descQueueLen, descQueueCap, descReloads, descReloadErrAt,
-		descConns, descRejected, descStreamErr, descRequests, descDatagrams, descCodecRatio, descExpRecords, descExpBytes, descExpRemoved,
-		descFGWindows, descFGBytes, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady} {
+	for _, d := range []*prometheus.Desc{descProbe, descProbeCPU, descSource, descQueueLen, descQueueCap, descReloads, descReloadErrAt,
+		descConns, descRejected, descStreamErr, descDatagrams, descCodecRatio, descExpRecords, descExpBytes, descExpRemoved,
+		descFGWindows, descFGBytes, descFGFallback, descFGCache, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady} {
 		ch <- d
 	}
 }
@@ -132,11 +153,14 @@ func (c *agentCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if node != nil {
 		for _, p := range node.signals.Probes {
-			v, detail := 0.0, p.Reason
+			v, tier := 0.0, "none"
 			if p.Attached {
-				v, detail = 1, p.Tier
+				v, tier = 1, p.Tier
 			}
-			gauge(descProbe, v, p.Name, detail)
+			gauge(descProbe, v, p.Name, tier)
+			if a.cfg.ProbeCPUStats && p.Attached {
+				counter(descProbeCPU, p.CPUSeconds, p.Name)
+			}
 		}
 		for i, f := range node.features {
 			gauge(descSource, 1, policy.FeatureNames[i], string(f.Source))
@@ -163,7 +187,6 @@ func (c *agentCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descConns, float64(st.Conns.Load()))
 		counter(descRejected, float64(st.RejectedConns.Load()))
 		counter(descStreamErr, float64(st.StreamErrors.Load()))
-		counter(descRequests, float64(st.Requests.Load()))
 		counter(descDatagrams, float64(st.DatagramsSent.Load()))
 		if payload, wireBytes, ok := codecBytes(st); ok && wireBytes > 0 {
 			gauge(descCodecRatio, float64(payload)/float64(wireBytes))
@@ -183,6 +206,12 @@ func (c *agentCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descFGWindows, float64(len(ws)))
 		gauge(descFGBytes, float64(b))
+	}
+	if a.prof != nil {
+		for reason, n := range a.prof.UnwindFallbacks() {
+			counter(descFGFallback, float64(n), reason)
+		}
+		gauge(descFGCache, float64(a.prof.SymbolCacheBytes()))
 	}
 	if a.shadow != nil {
 		st := a.shadow.Stats()

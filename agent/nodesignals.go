@@ -24,7 +24,7 @@ func newNodeSignals(cfg Config) (NodeSignals, error) {
 	if cfg.NoEBPF {
 		opts = append(opts, signals.WithoutBPF())
 	}
-	c, err := signals.New(signals.Config{}, opts...)
+	c, err := signals.New(signals.Config{ProbeCPUStats: cfg.ProbeCPUStats}, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("starting the node signals: %w", err)
 	}

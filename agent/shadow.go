@@ -30,7 +30,7 @@ type shadowEval struct {
 }
 
 type shadowJob struct {
-	ids     []uint64
+	ids     []string
 	states  []policy.State
 	primary []policy.Decision
 }
@@ -63,7 +63,7 @@ type ShadowStats struct {
 
 // ShadowDisagreement is one task the two models placed differently.
 type ShadowDisagreement struct {
-	TaskID    uint64                     `json:"task_id"`
+	TaskID    string                     `json:"task_id"`
 	Serving   int                        `json:"serving"`
 	Candidate int                        `json:"candidate"`
 	ServingQ  [policy.NumActions]float32 `json:"serving_q"`
@@ -84,9 +84,9 @@ func newShadow(path string, cfg policy.Config, log *slog.Logger) (*shadowEval, e
 
 // submit queues a copy of one decided batch, or counts it dropped.
 func (s *shadowEval) submit(tasks []*wire.Task, states []policy.State, primary []policy.Decision) {
-	j := shadowJob{ids: make([]uint64, len(tasks)), states: append([]policy.State(nil), states...), primary: append([]policy.Decision(nil), primary...)}
+	j := shadowJob{ids: make([]string, len(tasks)), states: append([]policy.State(nil), states...), primary: append([]policy.Decision(nil), primary...)}
 	for i, t := range tasks {
-		j.ids[i] = t.GetId()
+		j.ids[i] = wire.TaskID(t)
 	}
 	select {
 	case s.jobs <- j:

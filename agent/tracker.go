@@ -15,12 +15,14 @@ import (
 // out), so a client that forgets outcomes cannot grow it without bound;
 // beyond max tasks the oldest is timed out early.
 //
-// Task ids are the upstream's; two clients that reuse an id collide, and
-// the later decision replaces the earlier one (the earlier then never
-// finishes, which is what the node would see too).
+// Task ids are the upstream's opaque strings (wire.TaskID: a numeric id is
+// its decimal form); two clients that reuse an id collide, and the later
+// decision replaces the earlier one (the earlier then never finishes, which
+// is what the node would see too). An id is at most wire.MaxTaskIDBytes, so
+// the tracked ids take at most MaxPending × 128 bytes.
 type tracker struct {
 	mu    sync.Mutex
-	tasks map[uint64]*pendingTask
+	tasks map[string]*pendingTask
 	// work is the expected work (ms) of the tracked tasks per priority they
 	// were given: features 17 to 19.
 	work    [policy.NumActions]float64
@@ -31,7 +33,7 @@ type tracker struct {
 }
 
 type pendingTask struct {
-	id        uint64
+	id        string
 	desc      state.Descriptor // class already cut to state.MaxClassBytes
 	state     policy.State
 	action    uint8
@@ -46,12 +48,12 @@ type pendingTask struct {
 }
 
 type orderEntry struct {
-	id uint64
+	id string
 	at time.Time
 }
 
 func newTracker(timeout time.Duration, max int) *tracker {
-	return &tracker{tasks: map[uint64]*pendingTask{}, timeout: timeout, max: max}
+	return &tracker{tasks: map[string]*pendingTask{}, timeout: timeout, max: max}
 }
 
 // add records a decided task and returns the tasks it pushed out (beyond
@@ -104,7 +106,7 @@ func (t *tracker) current(e orderEntry) bool {
 }
 
 // finish removes and returns a task whose outcome came.
-func (t *tracker) finish(id uint64) (*pendingTask, bool) {
+func (t *tracker) finish(id string) (*pendingTask, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p, ok := t.tasks[id]

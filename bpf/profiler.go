@@ -40,7 +40,31 @@ type ProfilerOptions struct {
 	StackEntries uint32
 	// CountEntries bounds each aggregation map (default 10240).
 	CountEntries uint32
+
+	// CopyUserStacks loads the copy-mode sampler: each sample of a process
+	// not marked frame-pointer sound (SetFramePointerSound) sends the user
+	// registers and the top StackCopyBytes of its user stack through a ring
+	// buffer (read with CopyReader) for unwinding by .eh_frame in user
+	// space, instead of being counted by frame pointer.
+	CopyUserStacks bool
+	// StackCopyBytes is how much user stack one sample copies (default
+	// 16 KiB, at most 32 KiB; perf's --call-graph dwarf default is 8 KiB).
+	StackCopyBytes uint32
+	// CopyRingBytes sizes the ring buffer (a power of two, default 4 MiB of
+	// kernel memory); a sample that finds it full is counted by frame
+	// pointer instead (ProfileWindow.CopyFallbacks).
+	CopyRingBytes uint32
+	// FramePointerProcesses bounds the set of processes marked
+	// frame-pointer sound (default 4096; least recently used dropped).
+	FramePointerProcesses uint32
 }
+
+// Bounds of copy mode (PROFILER_COPY_MAX in profiler_common.h).
+const (
+	MaxStackCopyBytes     = 32 << 10
+	defaultStackCopyBytes = 16 << 10
+	defaultCopyRingBytes  = 4 << 20
+)
 
 func (o ProfilerOptions) withDefaults() ProfilerOptions {
 	if o.FrequencyHz <= 0 {
@@ -55,6 +79,15 @@ func (o ProfilerOptions) withDefaults() ProfilerOptions {
 	if o.CountEntries == 0 {
 		o.CountEntries = 10240
 	}
+	if o.StackCopyBytes == 0 {
+		o.StackCopyBytes = defaultStackCopyBytes
+	}
+	if o.CopyRingBytes == 0 {
+		o.CopyRingBytes = defaultCopyRingBytes
+	}
+	if o.FramePointerProcesses == 0 {
+		o.FramePointerProcesses = 4096
+	}
 	return o
 }
 
@@ -63,9 +96,11 @@ const profilerFlagPreempted = 1
 
 // Sentinel errors of the profiler.
 var (
-	ErrBadFrequency = errors.New("sampling frequency out of range (1..10000 Hz)")
-	ErrNoOffCPUHook = errors.New("no sched_switch hook could be attached (tp_btf, raw_tp, tracepoint)")
-	ErrProfilerShut = errors.New("profiler closed")
+	ErrBadFrequency  = errors.New("sampling frequency out of range (1..10000 Hz)")
+	ErrBadCopyOption = errors.New("bad stack copy option")
+	ErrNoCopies      = errors.New("profiler not in stack copy mode")
+	ErrNoOffCPUHook  = errors.New("no sched_switch hook could be attached (tp_btf, raw_tp, tracepoint)")
+	ErrProfilerShut  = errors.New("profiler closed")
 )
 
 // StackSample is one aggregated (thread, cgroup, stacks) key of a window.
@@ -95,13 +130,20 @@ type ProfileWindow struct {
 	OffCPU      []StackSample
 	// Lost counts samples dropped in kernel because an aggregation map was full.
 	LostOnCPU, LostOffCPU uint64
+	// CopyFallbacks counts copy-mode samples that found the ring buffer
+	// full and were counted by frame pointer instead (they are in OnCPU).
+	CopyFallbacks uint64
 }
 
 // Profiler owns the loaded sampler (and optionally the off-CPU program),
 // their perf events and links. Not safe for concurrent Drain calls.
 type Profiler struct {
 	opts     ProfilerOptions
-	on       profilerObjects
+	on       *profilerCountMaps // the maps of whichever sampler is loaded
+	sampler  *ebpf.Program
+	fpObjs   *profilerFPObjects   // frame-pointer mode
+	copyObjs *profilerCopyObjects // copy mode
+	copies   *CopyReader
 	off      *profilerOffcpuObjects
 	offHook  string
 	links    []link.Link
@@ -127,15 +169,26 @@ func OpenProfiler(opts ProfilerOptions) (*Profiler, error) {
 	spec.Maps[profilerMapProfileStacks].MaxEntries = opts.StackEntries
 	spec.Maps[profilerMapProfileCounts0].MaxEntries = opts.CountEntries
 	spec.Maps[profilerMapProfileCounts1].MaxEntries = opts.CountEntries
-	if err := spec.LoadAndAssign(&p.on, nil); err != nil {
-		return nil, fmt.Errorf("loading profile sampler: %w", err)
+	if opts.CopyUserStacks {
+		err = p.loadCopy(spec)
+	} else {
+		p.fpObjs = &profilerFPObjects{}
+		if err = spec.LoadAndAssign(p.fpObjs, nil); err == nil {
+			p.on, p.sampler = &p.fpObjs.profilerCountMaps, p.fpObjs.ProfileSample
+		} else {
+			p.fpObjs = nil
+			err = fmt.Errorf("loading profile sampler: %w", err)
+		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	p.onStacks = newStackCache(p.on.ProfileStacks, opts.StackEntries)
 	if err := p.writeControl(p.on.ProfileControl); err != nil {
 		p.Close()
 		return nil, err
 	}
-	links, err := attachCPUClock(p.on.ProfileSample, opts.FrequencyHz)
+	links, err := attachCPUClock(p.sampler, opts.FrequencyHz)
 	if err != nil {
 		p.Close()
 		return nil, err
@@ -164,6 +217,7 @@ func (p *Profiler) writeControl(m *ebpf.Map) error {
 		FilterCgroup:      p.opts.CgroupID,
 		FilterCgroupLevel: p.opts.CgroupLevel,
 		MinBlockNs:        uint64(p.opts.MinBlock.Nanoseconds()),
+		CopyBytes:         p.opts.StackCopyBytes,
 	}
 	if p.opts.OffCPUPreempted {
 		ctl.Flags |= profilerFlagPreempted
@@ -206,6 +260,9 @@ func (p *Profiler) Drain() (*ProfileWindow, error) {
 		return nil, fmt.Errorf("draining on-CPU counts: %w", err)
 	}
 	w.LostOnCPU = drainLost(p.on.ProfileLost)
+	if p.copyObjs != nil {
+		w.CopyFallbacks = drainLost(p.copyObjs.ProfileCopyFallback)
+	}
 	p.onStacks.maybeClear()
 	if p.off != nil {
 		counts := p.off.OffcpuCounts0
@@ -228,7 +285,11 @@ func (p *Profiler) Stats() ([]ProgramStats, error) {
 		name string
 		prog *ebpf.Program
 	}
-	progs := []named{{profilerProgProfileSample, p.on.ProfileSample}}
+	name := profilerProgProfileSample
+	if p.copyObjs != nil {
+		name = profilerProgProfileSampleCopy
+	}
+	progs := []named{{name, p.sampler}}
 	if p.off != nil {
 		progs = append(progs,
 			named{profilerOffcpuProgOffcpuSwitchBtf, p.off.OffcpuSwitchBtf},
@@ -260,7 +321,15 @@ func (p *Profiler) Close() error {
 		errs = append(errs, l.Close())
 	}
 	p.links = nil
-	errs = append(errs, p.on.Close())
+	if p.copies != nil {
+		errs = append(errs, p.copies.rd.Close())
+	}
+	if p.fpObjs != nil {
+		errs = append(errs, p.fpObjs.ProfileSample.Close(), p.fpObjs.profilerCountMaps.Close())
+	}
+	if p.copyObjs != nil {
+		errs = append(errs, p.copyObjs.Close())
+	}
 	if p.off != nil {
 		errs = append(errs, p.off.Close())
 	}

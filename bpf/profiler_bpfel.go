@@ -21,6 +21,27 @@ type profilerProfilerControl struct {
 	FilterCgroupLevel uint32
 	Flags             uint32
 	MinBlockNs        uint64
+	CopyBytes         uint32
+	Pad               uint32
+}
+
+type profilerProfilerCopy struct {
+	_         structs.HostLayout
+	Pid       uint32
+	Tgid      uint32
+	Cgroup    uint64
+	StartNs   uint64
+	Ip        uint64
+	Sp        uint64
+	Bp        uint64
+	StackLen  uint32
+	KernelLen int32
+	UserFpLen int32
+	Pad       uint32
+	Comm      [16]int8
+	Kernel    [127]uint64
+	UserFp    [127]uint64
+	Stack     [36864]uint8
 }
 
 type profilerProfilerKey struct {
@@ -37,12 +58,17 @@ type profilerProfilerKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	profilerMapProfileControl = "profile_control"
-	profilerMapProfileCounts0 = "profile_counts0"
-	profilerMapProfileCounts1 = "profile_counts1"
-	profilerMapProfileLost    = "profile_lost"
-	profilerMapProfileStacks  = "profile_stacks"
-	profilerProgProfileSample = "profile_sample"
+	profilerMapProfileControl      = "profile_control"
+	profilerMapProfileCopies       = "profile_copies"
+	profilerMapProfileCopyFallback = "profile_copy_fallback"
+	profilerMapProfileCopyScratch  = "profile_copy_scratch"
+	profilerMapProfileCounts0      = "profile_counts0"
+	profilerMapProfileCounts1      = "profile_counts1"
+	profilerMapProfileFpPids       = "profile_fp_pids"
+	profilerMapProfileLost         = "profile_lost"
+	profilerMapProfileStacks       = "profile_stacks"
+	profilerProgProfileSample      = "profile_sample"
+	profilerProgProfileSampleCopy  = "profile_sample_copy"
 )
 
 // loadProfiler returns the embedded CollectionSpec for profiler.
@@ -87,18 +113,23 @@ type profilerSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profilerProgramSpecs struct {
-	ProfileSample *ebpf.ProgramSpec `ebpf:"profile_sample"`
+	ProfileSample     *ebpf.ProgramSpec `ebpf:"profile_sample"`
+	ProfileSampleCopy *ebpf.ProgramSpec `ebpf:"profile_sample_copy"`
 }
 
 // profilerMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profilerMapSpecs struct {
-	ProfileControl *ebpf.MapSpec `ebpf:"profile_control"`
-	ProfileCounts0 *ebpf.MapSpec `ebpf:"profile_counts0"`
-	ProfileCounts1 *ebpf.MapSpec `ebpf:"profile_counts1"`
-	ProfileLost    *ebpf.MapSpec `ebpf:"profile_lost"`
-	ProfileStacks  *ebpf.MapSpec `ebpf:"profile_stacks"`
+	ProfileControl      *ebpf.MapSpec `ebpf:"profile_control"`
+	ProfileCopies       *ebpf.MapSpec `ebpf:"profile_copies"`
+	ProfileCopyFallback *ebpf.MapSpec `ebpf:"profile_copy_fallback"`
+	ProfileCopyScratch  *ebpf.MapSpec `ebpf:"profile_copy_scratch"`
+	ProfileCounts0      *ebpf.MapSpec `ebpf:"profile_counts0"`
+	ProfileCounts1      *ebpf.MapSpec `ebpf:"profile_counts1"`
+	ProfileFpPids       *ebpf.MapSpec `ebpf:"profile_fp_pids"`
+	ProfileLost         *ebpf.MapSpec `ebpf:"profile_lost"`
+	ProfileStacks       *ebpf.MapSpec `ebpf:"profile_stacks"`
 }
 
 // profilerVariableSpecs contains global variables before they are loaded into the kernel.
@@ -127,18 +158,26 @@ func (o *profilerObjects) Close() error {
 //
 // It can be passed to loadProfilerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profilerMaps struct {
-	ProfileControl *ebpf.Map `ebpf:"profile_control"`
-	ProfileCounts0 *ebpf.Map `ebpf:"profile_counts0"`
-	ProfileCounts1 *ebpf.Map `ebpf:"profile_counts1"`
-	ProfileLost    *ebpf.Map `ebpf:"profile_lost"`
-	ProfileStacks  *ebpf.Map `ebpf:"profile_stacks"`
+	ProfileControl      *ebpf.Map `ebpf:"profile_control"`
+	ProfileCopies       *ebpf.Map `ebpf:"profile_copies"`
+	ProfileCopyFallback *ebpf.Map `ebpf:"profile_copy_fallback"`
+	ProfileCopyScratch  *ebpf.Map `ebpf:"profile_copy_scratch"`
+	ProfileCounts0      *ebpf.Map `ebpf:"profile_counts0"`
+	ProfileCounts1      *ebpf.Map `ebpf:"profile_counts1"`
+	ProfileFpPids       *ebpf.Map `ebpf:"profile_fp_pids"`
+	ProfileLost         *ebpf.Map `ebpf:"profile_lost"`
+	ProfileStacks       *ebpf.Map `ebpf:"profile_stacks"`
 }
 
 func (m *profilerMaps) Close() error {
 	return _ProfilerClose(
 		m.ProfileControl,
+		m.ProfileCopies,
+		m.ProfileCopyFallback,
+		m.ProfileCopyScratch,
 		m.ProfileCounts0,
 		m.ProfileCounts1,
+		m.ProfileFpPids,
 		m.ProfileLost,
 		m.ProfileStacks,
 	)
@@ -154,12 +193,14 @@ type profilerVariables struct {
 //
 // It can be passed to loadProfilerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profilerPrograms struct {
-	ProfileSample *ebpf.Program `ebpf:"profile_sample"`
+	ProfileSample     *ebpf.Program `ebpf:"profile_sample"`
+	ProfileSampleCopy *ebpf.Program `ebpf:"profile_sample_copy"`
 }
 
 func (p *profilerPrograms) Close() error {
 	return _ProfilerClose(
 		p.ProfileSample,
+		p.ProfileSampleCopy,
 	)
 }
 

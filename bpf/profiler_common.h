@@ -4,6 +4,13 @@
 #pragma once
 
 #define PROFILER_STACK_DEPTH 127
+
+// Copy mode (profile_sample_copy): the most user stack one sample copies,
+// and the page size it copies by (a read must not cross into an unmapped
+// page: bpf_probe_read_user fails the whole read, so the copy goes page by
+// page and keeps what it got).
+#define PROFILER_COPY_MAX 32768
+#define PROFILER_PAGE 4096
 #define PROFILER_CGROUP_LEVELS 16
 
 // Off-CPU: also record tasks that were preempted (they wait in the run
@@ -27,6 +34,8 @@ struct profiler_control {
 	u32 filter_cgroup_level; // depth of filter_cgroup in the hierarchy
 	u32 flags; // PROFILER_F_*
 	u64 min_block_ns; // off-CPU: shortest block that is recorded
+	u32 copy_bytes; // on-CPU copy mode: bytes of user stack copied per sample (<= PROFILER_COPY_MAX)
+	u32 pad;
 };
 
 static __always_inline bool profiler_wanted(struct profiler_control *ctl, u32 tgid)

@@ -27,6 +27,8 @@ type profilerOffcpuProfilerControl struct {
 	FilterCgroupLevel uint32
 	Flags             uint32
 	MinBlockNs        uint64
+	CopyBytes         uint32
+	Pad               uint32
 }
 
 type profilerOffcpuProfilerKey struct {

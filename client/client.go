@@ -212,7 +212,19 @@ func retryable(err error) bool {
 
 // Decide asks for one decision per task. On a broken connection it
 // reconnects and retries once.
+//
+// A task's id is its TaskId, an opaque string of 1..wire.MaxTaskIDBytes
+// bytes (a request id, a UUID); the numeric Id of the first schema is still
+// taken when TaskId is empty (wire.TaskID has the rule). Each decision
+// carries the id back in the field(s) it was sent in; wire.TaskID(decision)
+// is the id either way. An id over the limit fails here, before anything
+// is sent (wire.ErrBadTaskID).
 func (c *Client) Decide(ctx context.Context, tasks []*wire.Task) (*wire.DecideResponse, error) {
+	for i, t := range tasks {
+		if err := wire.CheckTaskID(t); err != nil {
+			return nil, fmt.Errorf("task %d: %w", i, err)
+		}
+	}
 	req := &wire.Envelope{Body: &wire.Envelope_DecideRequest{DecideRequest: &wire.DecideRequest{ReqId: c.reqID.Add(1), Tasks: tasks}}}
 	env, err := c.call(ctx, req, req.GetDecideRequest().GetReqId())
 	if err != nil {
@@ -228,8 +240,15 @@ func (c *Client) Decide(ctx context.Context, tasks []*wire.Task) (*wire.DecideRe
 	return resp, nil
 }
 
-// ReportOutcomes reports finished tasks and returns how many the agent accepted.
+// ReportOutcomes reports finished tasks and returns how many the agent
+// accepted. An outcome names its task as the task was named (TaskId, or
+// the numeric Id).
 func (c *Client) ReportOutcomes(ctx context.Context, outcomes []*wire.Outcome) (int, error) {
+	for i, o := range outcomes {
+		if err := wire.CheckTaskID(o); err != nil {
+			return 0, fmt.Errorf("outcome %d: %w", i, err)
+		}
+	}
 	id := c.reqID.Add(1)
 	req := &wire.Envelope{Body: &wire.Envelope_OutcomeReport{OutcomeReport: &wire.OutcomeReport{ReqId: id, Outcomes: outcomes}}}
 	env, err := c.call(ctx, req, id)

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,8 +11,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"text/template"
 
+	chartcommon "helm.sh/helm/v4/pkg/chart/common"
+	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/engine"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -30,9 +34,14 @@ var wantHostPaths = map[string]bool{ // path -> mounted read-only
 
 type manifests struct {
 	ds  *appsv1.DaemonSet
-	cm  *corev1.ConfigMap
+	cm  *corev1.ConfigMap // the agent's config
 	ns  *corev1.Namespace
-	all int
+	svc *corev1.Service
+	// The Prometheus Operator's kinds, whose Go types are not a dependency:
+	// decoded as maps and checked field by field.
+	sm, pr    map[string]any
+	dashboard *corev1.ConfigMap
+	all       int
 }
 
 // decodeDocs splits a multi-document YAML stream and decodes each document
@@ -56,11 +65,34 @@ func decodeDocs(t *testing.T, data []byte) manifests {
 			m.ds = &appsv1.DaemonSet{}
 			target = m.ds
 		case "ConfigMap":
-			m.cm = &corev1.ConfigMap{}
-			target = m.cm
+			cm := &corev1.ConfigMap{}
+			if strings.Contains(doc, "triage-agent.json") {
+				m.dashboard = cm
+			} else {
+				m.cm = cm
+			}
+			target = cm
 		case "Namespace":
 			m.ns = &corev1.Namespace{}
 			target = m.ns
+		case "Service":
+			m.svc = &corev1.Service{}
+			target = m.svc
+		case "ServiceMonitor", "PrometheusRule":
+			obj := map[string]any{}
+			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+				t.Fatalf("decoding %s: %v", head.Kind, err)
+			}
+			if obj["apiVersion"] != "monitoring.coreos.com/v1" {
+				t.Fatalf("%s apiVersion %v", head.Kind, obj["apiVersion"])
+			}
+			if head.Kind == "ServiceMonitor" {
+				m.sm = obj
+			} else {
+				m.pr = obj
+			}
+			m.all++
+			continue
 		default:
 			t.Fatalf("unexpected kind %q", head.Kind)
 		}
@@ -94,6 +126,23 @@ func TestDaemonSetManifest(t *testing.T) {
 	for _, p := range checkDaemonSet(m.ds, m.cm) {
 		t.Error(p)
 	}
+	for _, p := range checkNamespace(m.ns, m.ds) {
+		t.Error(p)
+	}
+}
+
+// checkNamespace: the agent's namespace admits privileged pods (hostPID,
+// hostPath and the capabilities are refused by baseline and restricted).
+func checkNamespace(ns *corev1.Namespace, ds *appsv1.DaemonSet) (problems []string) {
+	if ns.Name != ds.Namespace {
+		problems = append(problems, fmt.Sprintf("Namespace %s, DaemonSet in %s", ns.Name, ds.Namespace))
+	}
+	for _, mode := range []string{"enforce", "audit", "warn"} {
+		if v := ns.Labels["pod-security.kubernetes.io/"+mode]; v != "privileged" {
+			problems = append(problems, fmt.Sprintf("namespace label pod-security.kubernetes.io/%s = %q, want privileged", mode, v))
+		}
+	}
+	return problems
 }
 
 func checkDaemonSet(ds *appsv1.DaemonSet, cm *corev1.ConfigMap) (problems []string) {
@@ -163,6 +212,28 @@ func checkDaemonSet(ds *appsv1.DaemonSet, cm *corev1.ConfigMap) (problems []stri
 	if cfg["admin-addr"] != fmt.Sprintf(":%d", adminPort) {
 		bad("config admin-addr %v, but the admin port is %d", cfg["admin-addr"], adminPort)
 	}
+	// QUIC on UDP and, unless turned off, the API on TCP of the same
+	// number, both on the node's address.
+	quicPort := int32(-1)
+	for _, p := range c.Ports {
+		if p.Name == "quic" && p.Protocol == corev1.ProtocolUDP && p.HostPort == p.ContainerPort {
+			quicPort = p.ContainerPort
+		}
+	}
+	if cfg["quic-addr"] != fmt.Sprintf(":%d", quicPort) {
+		bad("config quic-addr %v, but the quic port is %d", cfg["quic-addr"], quicPort)
+	}
+	api := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "api" })
+	if tcpOff := cfg["tcp-addr"] == ""; tcpOff != (api < 0) {
+		bad("config tcp-addr %v but port api present: %v", cfg["tcp-addr"], api >= 0)
+	} else if api >= 0 && (c.Ports[api].Protocol != corev1.ProtocolTCP || c.Ports[api].ContainerPort != quicPort || c.Ports[api].HostPort != quicPort) {
+		bad("port api %+v: want TCP %d on the host, the QUIC port's number", c.Ports[api], quicPort)
+	}
+	// The token comes from a file of a mounted Secret.
+	tokenFile, _ := cfg["token-file"].(string)
+	if !mountedFromSecret(spec, c, tokenFile) {
+		bad("config token-file %q is not a file of a mounted Secret", tokenFile)
+	}
 
 	// Limits and requests.
 	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
@@ -185,6 +256,22 @@ func checkDaemonSet(ds *appsv1.DaemonSet, cm *corev1.ConfigMap) (problems []stri
 	}
 	if nodeName == nil || nodeName.ValueFrom == nil || nodeName.ValueFrom.FieldRef == nil || nodeName.ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
 		bad("TRIAGE_NODE_NAME must come from fieldRef spec.nodeName, got %+v", nodeName)
+	}
+	// The addresses clients dial, for the self-signed certificate's names;
+	// and no token in the environment (/proc/PID/environ shows it).
+	for name, field := range map[string]string{"TRIAGE_NODE_IP": "status.hostIP", "TRIAGE_POD_IP": "status.podIP"} {
+		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+		if i < 0 || c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.FieldRef == nil || c.Env[i].ValueFrom.FieldRef.FieldPath != field {
+			bad("%s must come from fieldRef %s", name, field)
+		}
+	}
+	for _, e := range c.Env {
+		if e.Name == "TRIAGE_TOKEN" {
+			bad("TRIAGE_TOKEN in the environment: mount the Secret and use token-file")
+		}
+	}
+	if spec.NodeSelector["kubernetes.io/os"] != "linux" {
+		bad("nodeSelector %v lacks kubernetes.io/os: linux (eBPF)", spec.NodeSelector)
 	}
 
 	// The image runs `triage agent` with its config file from the ConfigMap.
@@ -239,79 +326,81 @@ func checkDaemonSet(ds *appsv1.DaemonSet, cm *corev1.ConfigMap) (problems []stri
 	return problems
 }
 
-// renderChart renders the chart's templates with the handful of Helm
-// functions they use, failing on any .Values key that values.yaml lacks.
+// mountedFromSecret reports whether path lies in a Secret volume mounted
+// in c.
+func mountedFromSecret(spec corev1.PodSpec, c corev1.Container, path string) bool {
+	if path == "" {
+		return false
+	}
+	for _, vm := range c.VolumeMounts {
+		if filepath.Dir(path) != vm.MountPath {
+			continue
+		}
+		for _, v := range spec.Volumes {
+			if v.Name == vm.Name && v.Secret != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// renderChart renders the chart with Helm's own engine (helm.sh/helm/v4:
+// the loader, the values coalesced with values.yaml and checked against
+// values.schema.json, Sprig and include/tpl, strict about missing keys), as
+// `helm template triage deploy/helm/triage -n triage` would, and returns
+// the manifests in file order (NOTES.txt and the partials left out).
 func renderChart(t *testing.T, overrides map[string]any) []byte {
 	t.Helper()
-	dir := filepath.Join("helm", "triage")
-	var values, chart map[string]any
-	for file, dst := range map[string]*map[string]any{"values.yaml": &values, "Chart.yaml": &chart} {
-		data, err := os.ReadFile(filepath.Join(dir, file))
-		if err != nil {
-			t.Fatal(err)
+	out, err := renderChartFiles(overrides)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(out))
+	for name := range out {
+		if strings.HasSuffix(name, ".yaml") {
+			names = append(names, name)
 		}
-		if err := yaml.Unmarshal(data, dst); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
 	}
-	for k, v := range overrides {
-		values[k] = v
-	}
-	funcs := template.FuncMap{
-		"toYaml": func(v any) string {
-			b, err := yaml.Marshal(v)
-			if err != nil {
-				t.Fatalf("toYaml: %v", err)
-			}
-			return strings.TrimSuffix(string(b), "\n")
-		},
-		"nindent": func(n int, s string) string {
-			pad := strings.Repeat(" ", n)
-			return "\n" + pad + strings.ReplaceAll(s, "\n", "\n"+pad)
-		},
-		"default": func(def, v any) any {
-			if v == nil || v == "" {
-				return def
-			}
-			return v
-		},
-	}
-	data := map[string]any{
-		"Values":  values,
-		"Release": map[string]any{"Name": "triage", "Namespace": "triage"},
-		"Chart":   map[string]any{"AppVersion": chart["appVersion"], "Name": chart["name"], "Version": chart["version"]},
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "templates", "*.yaml"))
-	if len(files) == 0 {
+	if len(names) == 0 {
 		t.Fatal("no templates")
 	}
-	var out bytes.Buffer
-	for _, f := range files {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tpl, err := template.New(filepath.Base(f)).Option("missingkey=error").Funcs(funcs).Parse(string(src))
-		if err != nil {
-			t.Fatalf("parsing %s: %v", f, err)
-		}
-		out.WriteString("---\n")
-		if err := tpl.Execute(&out, data); err != nil {
-			t.Fatalf("rendering %s: %v", f, err)
-		}
-		out.WriteString("\n")
+	slices.Sort(names)
+	var buf bytes.Buffer
+	for _, name := range names {
+		buf.WriteString("---\n# Source: " + name + "\n" + out[name] + "\n")
 	}
-	return out.Bytes()
+	return buf.Bytes()
+}
+
+// renderChartFiles is every rendered file of the chart, by path.
+func renderChartFiles(overrides map[string]any) (map[string]string, error) {
+	ch, err := loader.LoadDir(filepath.Join("helm", "triage"))
+	if err != nil {
+		return nil, fmt.Errorf("loading the chart: %w", err)
+	}
+	vals, err := chartutil.ToRenderValues(ch, overrides, chartcommon.ReleaseOptions{Name: "triage", Namespace: "triage", IsInstall: true}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("values: %w", err)
+	}
+	out, err := engine.Engine{Strict: true}.RenderWithContext(context.Background(), ch, vals)
+	if err != nil {
+		return nil, fmt.Errorf("rendering: %w", err)
+	}
+	return out, nil
 }
 
 // The chart with its default values renders the same pod as the plain
 // manifest, and passes the same checks.
 func TestHelmChartMatchesManifest(t *testing.T) {
 	rendered := decodeDocs(t, renderChart(t, nil))
-	if rendered.ds == nil || rendered.cm == nil {
-		t.Fatalf("chart renders %d documents, want a DaemonSet and a ConfigMap", rendered.all)
+	if rendered.ds == nil || rendered.cm == nil || rendered.ns == nil {
+		t.Fatalf("chart renders %d documents, want a Namespace, a DaemonSet and a ConfigMap", rendered.all)
 	}
 	for _, p := range checkDaemonSet(rendered.ds, rendered.cm) {
+		t.Error(p)
+	}
+	for _, p := range checkNamespace(rendered.ns, rendered.ds) {
 		t.Error(p)
 	}
 
@@ -324,8 +413,11 @@ func TestHelmChartMatchesManifest(t *testing.T) {
 	if !reflect.DeepEqual(ps.Volumes, rs.Volumes) {
 		t.Errorf("volumes differ:\nmanifest %+v\nchart    %+v", ps.Volumes, rs.Volumes)
 	}
-	if !reflect.DeepEqual(ps.Tolerations, rs.Tolerations) || ps.HostPID != rs.HostPID {
-		t.Error("tolerations or hostPID differ between manifest and chart")
+	if !reflect.DeepEqual(ps.Tolerations, rs.Tolerations) || ps.HostPID != rs.HostPID || !reflect.DeepEqual(ps.NodeSelector, rs.NodeSelector) {
+		t.Error("tolerations, nodeSelector or hostPID differ between manifest and chart")
+	}
+	if !reflect.DeepEqual(plain.ns.Labels["pod-security.kubernetes.io/enforce"], rendered.ns.Labels["pod-security.kubernetes.io/enforce"]) {
+		t.Error("namespace pod-security labels differ")
 	}
 	pc, rc := map[string]any{}, map[string]any{}
 	yaml.Unmarshal([]byte(plain.cm.Data["agent.yaml"]), &pc)

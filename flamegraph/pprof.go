@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -30,6 +31,8 @@ type BuildOptions struct {
 	// Symbolizer names the frames; nil leaves every frame as module+0xoffset
 	// (or [unknown]+0xaddr), never dropped.
 	Symbolizer *Symbolizer
+	// Comments are added to the profile's comments (go tool pprof -comments).
+	Comments []string
 }
 
 // BuildProfile turns samples into a pprof profile. On-CPU samples give the
@@ -78,10 +81,15 @@ func BuildProfile(samples []Sample, opts BuildOptions) (*profile.Profile, error)
 	}
 	b := &builder{p: p, sym: opts.Symbolizer, locs: map[locKey]*profile.Location{},
 		funcs: map[funcKey]*profile.Function{}, maps: map[Mapping]*profile.Mapping{}}
+	p.Comments = append(p.Comments, opts.Comments...)
+	fallbacks := map[string]int64{}
 	for i := range samples {
 		s := &samples[i]
 		if s.Value <= 0 {
 			continue
+		}
+		if s.UnwindReason != "" {
+			fallbacks[fallbackComment(s.UnwindReason, s.UnwindModule)] += s.Value
 		}
 		ps := &profile.Sample{
 			Value:    make([]int64, len(p.SampleType)),
@@ -144,10 +152,38 @@ func BuildProfile(samples []Sample, opts BuildOptions) (*profile.Profile, error)
 		}
 		p.Sample = append(p.Sample, ps)
 	}
+	p.Comments = append(p.Comments, fallbackComments(fallbacks, hasOff && !hasOn)...)
 	if err := p.CheckValid(); err != nil {
 		return nil, fmt.Errorf("building profile: %w", err)
 	}
 	return p, nil
+}
+
+func fallbackComment(reason, module string) string {
+	if module == "" {
+		return reason
+	}
+	return reason + ": " + module
+}
+
+// fallbackComments says, per reason and file, how many samples had frames
+// walked by frame pointer where unwind tables were wanted: those stacks may
+// miss a caller (a function without a frame hides the one above it).
+func fallbackComments(counts map[string]int64, offCPU bool) []string {
+	unit := "samples"
+	if offCPU {
+		unit = "ns"
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("unwind: frame pointers used (%s) in %d %s", k, counts[k], unit))
+	}
+	return out
 }
 
 func isProfilerFrame(name string) bool {
@@ -250,11 +286,22 @@ func (b *builder) userLoc(pid uint32, pc uint64, leaf bool) *profile.Location {
 		if loc.Mapping != nil {
 			pl.Mapping = b.mapping(*loc.Mapping, loc.BuildID, false)
 		}
-		file := loc.Frame.File
-		if file == "" {
-			file = loc.Module
+		// Inlined functions are several lines of one location, innermost
+		// first, as pprof expects.
+		for _, fr := range loc.Frames {
+			file := fr.File
+			if file == "" {
+				file = loc.Module
+			}
+			pl.Line = append(pl.Line, profile.Line{Function: b.function(fr.Function, file), Line: int64(fr.Line)})
 		}
-		pl.Line = []profile.Line{{Function: b.function(loc.Name(), file), Line: int64(loc.Frame.Line)}}
+		if len(pl.Line) == 0 {
+			file := loc.Frame.File
+			if file == "" {
+				file = loc.Module
+			}
+			pl.Line = []profile.Line{{Function: b.function(loc.Name(), file), Line: int64(loc.Frame.Line)}}
+		}
 		return pl
 	})
 }

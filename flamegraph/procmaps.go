@@ -26,11 +26,17 @@ type ProcessInfo struct {
 	Cgroup    string // the unified (v2) cgroup path, else the first one
 	Container string // container id when the cgroup names one
 	Mappings  []Mapping
+	// NSPid is the process's id in its own (innermost) pid namespace: a
+	// JIT inside a container names its perf map with it.
+	NSPid uint32
 
-	// bins caches the binary behind each mapping (by mapping start; nil
-	// when it could not be read), so that a stat per frame is not needed.
-	// Guarded by the Symbolizer's mutex.
-	bins map[uint64]*Binary
+	// binKeys caches the symboliser's cache key of the binary behind each
+	// mapping (by mapping start; "" when it could not be read), so that a
+	// stat per frame is not needed. Guarded by the Symbolizer's mutex.
+	binKeys map[uint64]string
+	// jit is the process's perf map, read when an address in anonymous
+	// memory is named. Guarded by the Symbolizer's mutex.
+	jit *jitState
 }
 
 // ReadProcess reads /proc/PID/{stat,comm,cgroup,maps}.
@@ -44,6 +50,12 @@ func ReadProcess(pid uint32) (*ProcessInfo, error) {
 	pi.StartTime = parseStartTime(string(stat))
 	if b, err := os.ReadFile(dir + "/comm"); err == nil {
 		pi.Comm = strings.TrimSpace(string(b))
+	}
+	pi.NSPid = pid
+	if b, err := os.ReadFile(dir + "/status"); err == nil {
+		if ns := parseNSPid(string(b)); ns != 0 {
+			pi.NSPid = ns
+		}
 	}
 	if b, err := os.ReadFile(dir + "/cgroup"); err == nil {
 		pi.Cgroup, pi.Container = ParseCgroupFile(string(b))
@@ -73,6 +85,25 @@ func parseStartTime(stat string) uint64 {
 	}
 	v, _ := strconv.ParseUint(f[19], 10, 64)
 	return v
+}
+
+// parseNSPid returns the last id of the NSpid line of /proc/PID/status
+// (the innermost namespace's), 0 when absent (kernels before 4.1).
+func parseNSPid(status string) uint32 {
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				return 0
+			}
+			v, err := strconv.ParseUint(f[len(f)-1], 10, 32)
+			if err != nil {
+				return 0
+			}
+			return uint32(v)
+		}
+	}
+	return 0
 }
 
 // ParseMaps parses /proc/PID/maps, keeping executable mappings only, sorted

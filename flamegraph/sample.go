@@ -28,7 +28,13 @@ type Sample struct {
 	// frame instead of being dropped.
 	UserMissing   string
 	KernelMissing string
-	Value         int64
+	// UnwindReason says why some user frames were walked by frame pointer
+	// rather than unwind tables (one of the Fallback* reasons; "" when
+	// not), UnwindModule the file whose frame did it first. The profile's
+	// comments count them.
+	UnwindReason string
+	UnwindModule string
+	Value        int64
 }
 
 // Window is the metadata of one recording: when, and at which frequency.

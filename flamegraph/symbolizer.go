@@ -5,13 +5,20 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // SymbolizerConfig configures NewSymbolizer; the zero value means defaults.
 type SymbolizerConfig struct {
-	// MaxBinaries bounds the per-binary symbol cache (default 64); the least
+	// MaxBinaries bounds the per-binary cache (default 64); the least
 	// recently used binary is dropped first.
 	MaxBinaries int
+	// MaxCacheBytes bounds the memory of that cache (symbol tables, inline
+	// indexes and unwind tables of the binaries) and of the processes' JIT
+	// perf maps together (default 16 MiB). A table that alone would take
+	// more than half of it is not built; its binary is walked by frame
+	// pointer and named from its symbols.
+	MaxCacheBytes int
 	// MaxProcesses bounds the per-process mapping cache (default 4096).
 	MaxProcesses int
 	// ProcRoot is where /proc lives (default "/proc"); tests may point it
@@ -19,10 +26,14 @@ type SymbolizerConfig struct {
 	ProcRoot string
 }
 
-// Symbolizer names program counters. It keeps per-process mappings (keyed by
-// pid and start time, so a reused pid is not mistaken for the old process)
-// and per-binary symbol tables (keyed by build id, falling back to device and
-// inode when a binary has none). Safe for concurrent use.
+// DefaultMaxCacheBytes is the default of SymbolizerConfig.MaxCacheBytes.
+const DefaultMaxCacheBytes = 16 << 20
+
+// Symbolizer names program counters and walks copied user stacks. It keeps
+// per-process mappings (keyed by pid and start time, so a reused pid is not
+// mistaken for the old process) and per-binary tables (keyed by build id,
+// falling back to device and inode when a binary has none). Safe for
+// concurrent use.
 type Symbolizer struct {
 	cfg    SymbolizerConfig
 	mu     sync.Mutex
@@ -35,9 +46,17 @@ type Symbolizer struct {
 }
 
 type binEntry struct {
-	bin  *Binary
-	used uint64
+	bin    *Binary
+	used   uint64    // tick of the last use, for LRU order
+	usedAt time.Time // time of the last use, for the eviction grace
 }
+
+// cacheGrace protects binaries used this recently from eviction: when the
+// binaries one process maps need more than the cache cap (node's symbols
+// and unwind table alone take ~12 MiB), evicting them would mean reading
+// them again on every sample. The cache then goes over its cap, up to
+// twice the cap, beyond which the grace no longer holds.
+const cacheGrace = 10 * time.Second
 
 type fileKey struct{ dev, ino uint64 }
 
@@ -46,6 +65,9 @@ type fileKey struct{ dev, ino uint64 }
 func NewSymbolizer(cfg SymbolizerConfig) *Symbolizer {
 	if cfg.MaxBinaries <= 0 {
 		cfg.MaxBinaries = 64
+	}
+	if cfg.MaxCacheBytes <= 0 {
+		cfg.MaxCacheBytes = DefaultMaxCacheBytes
 	}
 	if cfg.MaxProcesses <= 0 {
 		cfg.MaxProcesses = 4096
@@ -80,6 +102,9 @@ func (s *Symbolizer) Capture(pid uint32) (*ProcessInfo, error) {
 	if old != nil && old.StartTime == pi.StartTime && len(old.Mappings) == len(pi.Mappings) {
 		return old, nil
 	}
+	if old != nil && old.StartTime == pi.StartTime {
+		pi.jit = old.jit // same process, new mappings: its JIT map stays valid
+	}
 	if len(s.procs) >= s.cfg.MaxProcesses {
 		for k := range s.procs { // drop an arbitrary entry: bounded, not LRU
 			delete(s.procs, k)
@@ -112,7 +137,12 @@ type Location struct {
 	Mapping *Mapping // nil for kernel frames and unmapped addresses
 	BuildID string
 	Module  string // kernel module name, or mapped file path
-	Frame   Frame  // Function empty when the frame could not be named
+	// Frame is the function the address is in (the outermost one where
+	// code was inlined); Function empty when it could not be named.
+	Frame Frame
+	// Frames are all functions at the address, innermost first (inlined
+	// callees, then Frame); nil when only Frame is known.
+	Frames []Frame
 }
 
 // Name is the frame's display name: the function, or module+0xoffset.
@@ -147,39 +177,55 @@ func (s *Symbolizer) KernelLocation(addr uint64) Location {
 
 // UserLocation names a user address of pid. leaf is false for return
 // addresses, which are looked up one byte earlier so a call at the very end
-// of a function is not attributed to the next one.
+// of a function is not attributed to the next one. Code in anonymous
+// memory is named from the process's JIT perf map, if it writes one.
 func (s *Symbolizer) UserLocation(pid uint32, addr uint64, leaf bool) Location {
 	loc := Location{Address: addr}
 	pi := s.Process(pid)
 	if pi == nil {
 		return loc
 	}
+	lookup := addr
+	if !leaf && lookup > 0 {
+		lookup--
+	}
 	m := pi.find(addr)
-	if m == nil {
+	if m == nil || isAnonymous(m.Path) {
+		if m != nil {
+			loc.Mapping, loc.Module = m, m.Path
+		}
+		if name, ok := s.jitName(pi, lookup); ok {
+			loc.Frame.Function, loc.Module = name, "[jit]"
+		}
 		return loc
 	}
 	loc.Mapping = m
 	loc.Module = m.Path
-	if m.Path == "" || m.Path[0] == '[' {
-		return loc // [vdso], [anon]: nothing on disk to read
+	if m.Path[0] == '[' {
+		return loc // [vdso], [vsyscall]: nothing on disk to read
 	}
 	bin := s.mappingBinary(pi, m)
 	if bin == nil {
 		return loc
 	}
 	loc.BuildID = bin.BuildID
-	lookup := addr
-	if !leaf && lookup > 0 {
-		lookup--
-	}
 	vaddr, ok := bin.VAddr(lookup - m.Start + m.Offset)
 	if !ok {
 		return loc
 	}
-	if fr, ok := bin.Lookup(vaddr); ok {
-		loc.Frame = fr
+	if fs := bin.Frames(vaddr); len(fs) > 0 {
+		loc.Frame = fs[len(fs)-1]
+		if len(fs) > 1 {
+			loc.Frames = fs
+		}
 	}
 	return loc
+}
+
+// isAnonymous reports whether a mapping's path names no file: anonymous
+// memory (where JITs put code), memfd and the kernel's [anon:…] names.
+func isAnonymous(path string) bool {
+	return path == "" || path == "//anon" || len(path) > 6 && (path[:6] == "[anon:" || path[:6] == "/memfd")
 }
 
 // MappingOf returns the captured mapping holding addr in pid, if any.
@@ -191,56 +237,73 @@ func (s *Symbolizer) MappingOf(pid uint32, addr uint64) *Mapping {
 }
 
 // mappingBinary returns the binary behind m, resolved once per process
-// capture (a failure is remembered too).
+// capture (a failure is remembered too). The process remembers the cache
+// key, not the binary, so an evicted binary is freed and read again when
+// needed rather than kept alive by every process that mapped it.
 func (s *Symbolizer) mappingBinary(pi *ProcessInfo, m *Mapping) *Binary {
 	s.mu.Lock()
-	if bin, ok := pi.bins[m.Start]; ok {
-		s.mu.Unlock()
-		return bin
+	if key, ok := pi.binKeys[m.Start]; ok {
+		if key == "" {
+			s.mu.Unlock()
+			return nil
+		}
+		if e := s.bins[key]; e != nil {
+			s.touchLocked(e)
+			s.mu.Unlock()
+			return e.bin
+		}
 	}
 	s.mu.Unlock()
-	bin := s.binary(pi.Pid, m)
+	bin, key := s.binary(pi.Pid, m)
 	s.mu.Lock()
-	if pi.bins == nil {
-		pi.bins = map[uint64]*Binary{}
+	if pi.binKeys == nil {
+		pi.binKeys = map[uint64]string{}
 	}
-	pi.bins[m.Start] = bin
+	pi.binKeys[m.Start] = key
 	s.mu.Unlock()
 	return bin
 }
 
-// binary opens (or finds cached) the file behind a mapping: through
-// /proc/PID/map_files (needs CAP_SYS_ADMIN; the mapped inode itself), else
+// mappingPaths are the ways to open the file behind a mapping: through
+// /proc/PID/map_files (needs CAP_SYS_ADMIN; the very inode that is mapped,
+// even if the path now names a rebuilt binary or nothing at all), else
 // through /proc/PID/root so binaries inside containers resolve.
-func (s *Symbolizer) binary(pid uint32, m *Mapping) *Binary {
-	paths := []string{
-		// map_files is the very inode that is mapped, even if the path now
-		// names a rebuilt binary (go test, deploys) or nothing at all.
+func (s *Symbolizer) mappingPaths(pid uint32, m *Mapping) []string {
+	return []string{
 		fmt.Sprintf("%s/%d/map_files/%x-%x", s.cfg.ProcRoot, pid, m.Start, m.Limit),
 		fmt.Sprintf("%s/%d/root%s", s.cfg.ProcRoot, pid, m.Path),
 	}
-	for _, p := range paths {
+}
+
+// debugDirs are where a process's debug files are looked for: inside its
+// own root first (a container's image), then the host's.
+func (s *Symbolizer) debugDirs(pid uint32) []string {
+	return []string{fmt.Sprintf("%s/%d/root/usr/lib/debug", s.cfg.ProcRoot, pid), "/usr/lib/debug"}
+}
+
+// binary opens (or finds cached) the file behind a mapping; it returns the
+// binary and its cache key ("" when it could not be read).
+func (s *Symbolizer) binary(pid uint32, m *Mapping) (*Binary, string) {
+	for _, p := range s.mappingPaths(pid, m) {
 		var st syscall.Stat_t
 		if err := syscall.Stat(p, &st); err != nil {
 			continue
 		}
 		fk := fileKey{uint64(st.Dev), st.Ino}
 		s.mu.Lock()
-		key, known := s.byFile[fk]
-		if known {
+		if key, known := s.byFile[fk]; known {
 			if e := s.bins[key]; e != nil {
-				s.tick++
-				e.used = s.tick
+				s.touchLocked(e)
 				s.mu.Unlock()
-				return e.bin
+				return e.bin, key
 			}
 		}
 		s.mu.Unlock()
-		bin, err := OpenBinary(p)
+		bin, err := openBinary(p, binaryOptions{debugDirs: s.debugDirs(pid), maxIndex: s.cfg.MaxCacheBytes / 2})
 		if err != nil {
 			continue
 		}
-		key = bin.BuildID
+		key := bin.BuildID
 		if key == "" {
 			key = fmt.Sprintf("file:%d:%d", fk.dev, fk.ino)
 		}
@@ -248,26 +311,47 @@ func (s *Symbolizer) binary(pid uint32, m *Mapping) *Binary {
 		if e := s.bins[key]; e != nil { // same build id seen under another path
 			bin = e.bin
 		} else {
-			s.evictLocked()
 			s.bins[key] = &binEntry{bin: bin}
 		}
-		s.tick++
-		s.bins[key].used = s.tick
+		s.touchLocked(s.bins[key])
 		s.byFile[fk] = key
+		s.evictLocked(key)
 		s.mu.Unlock()
-		return bin
+		return bin, key
 	}
-	return nil
+	return nil, ""
 }
 
-func (s *Symbolizer) evictLocked() {
-	for len(s.bins) >= s.cfg.MaxBinaries {
+func (s *Symbolizer) touchLocked(e *binEntry) {
+	s.tick++
+	e.used = s.tick
+	e.usedAt = time.Now()
+}
+
+// evictLocked drops least recently used binaries until both the count and
+// the byte caps hold; keep (the binary just used) stays, and so do binaries
+// used within cacheGrace while the cache is under twice its byte cap.
+func (s *Symbolizer) evictLocked(keep string) {
+	now := time.Now()
+	for {
+		total := s.jitBytesLocked()
+		for _, e := range s.bins {
+			total += e.bin.Bytes()
+		}
+		overCount := len(s.bins) > s.cfg.MaxBinaries
+		if !overCount && total <= s.cfg.MaxCacheBytes {
+			return
+		}
+		hard := overCount || total > 2*s.cfg.MaxCacheBytes
 		var oldest string
 		var t uint64 = ^uint64(0)
 		for k, e := range s.bins {
-			if e.used < t {
+			if k != keep && e.used < t && (hard || now.Sub(e.usedAt) >= cacheGrace) {
 				oldest, t = k, e.used
 			}
+		}
+		if oldest == "" {
+			return
 		}
 		delete(s.bins, oldest)
 		for fk, k := range s.byFile {
@@ -276,4 +360,15 @@ func (s *Symbolizer) evictLocked() {
 			}
 		}
 	}
+}
+
+// CacheBytes is the memory the binary cache and the JIT maps hold now.
+func (s *Symbolizer) CacheBytes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total := s.jitBytesLocked()
+	for _, e := range s.bins {
+		total += e.bin.Bytes()
+	}
+	return total
 }

@@ -37,6 +37,26 @@ func RuntimeLibrary() string {
 	return ortEnv.path
 }
 
+// RuntimeVersion returns the version the loaded ONNX Runtime library
+// reports (as `triage version` and the triage_build_info metric show it),
+// or "" when none is loaded yet.
+func RuntimeVersion() string {
+	if RuntimeLibrary() == "" {
+		return ""
+	}
+	return ort.GetVersion()
+}
+
+// LoadRuntime loads the ONNX Runtime library (explicit, else the search
+// order of LoadFile) if it is not loaded yet, and returns its version and
+// path.
+func LoadRuntime(explicit string) (version, path string, err error) {
+	if err := ensureRuntime(explicit, slog.Default()); err != nil {
+		return "", "", err
+	}
+	return ort.GetVersion(), RuntimeLibrary(), nil
+}
+
 // CachedLibraryPath is where scripts/fetch-onnxruntime.sh puts the verified
 // library: ${TRIAGE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/triage}/onnxruntime/VERSION/libonnxruntime.so.1.
 func CachedLibraryPath() string {

@@ -20,6 +20,8 @@ const (
 	CodeShutdown           Code = 0x10a // the agent is shutting down
 	CodeUnsupported        Code = 0x10b // protocol version or mode not supported
 	CodeIdle               Code = 0x10c // handshake (Hello) not sent in time
+	CodeInvalidArgument    Code = 0x10d // a well-formed request with a bad field (a task id too long); per request
+	CodeUnavailable        Code = 0x10e // the agent cannot answer yet (no node state); per request
 )
 
 var codeNames = map[Code]string{
@@ -36,6 +38,8 @@ var codeNames = map[Code]string{
 	CodeShutdown:           "shutting down",
 	CodeUnsupported:        "unsupported",
 	CodeIdle:               "hello timeout",
+	CodeInvalidArgument:    "invalid argument",
+	CodeUnavailable:        "unavailable",
 }
 
 func (c Code) String() string {

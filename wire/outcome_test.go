@@ -40,7 +40,10 @@ func TestOutcomeJSONCarriesServiceTime(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &rep); err != nil {
 		t.Fatal(err)
 	}
-	outs := OutcomesFromJSON(rep.Outcomes)
+	outs, err := OutcomesFromJSON(rep.Outcomes)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if outs[0].GetServiceMs() != 2.5 || outs[0].GetLatencyMs() != 30 || !outs[0].GetSlaMet() {
 		t.Errorf("first outcome %v", outs[0])
 	}

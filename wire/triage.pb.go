@@ -1,7 +1,7 @@
 // The triage wire schema (triage.wire.v1). Every message on a native
 // (ALPN triage/1) stream or datagram is one Envelope, protobuf-encoded and
-// wrapped in one delta-codec frame; the HTTP/3 JSON API and the gRPC
-// comparison service use the same Task / Decision / NodeState messages.
+// wrapped in one delta-codec frame; the JSON API (HTTP/3, HTTP/2, HTTP/1.1)
+// and the gRPC service use the same Task / Decision / NodeState messages.
 //
 // Regenerate wire/triage.pb.go with `go generate ./wire` (needs protoc and
 // protoc-gen-go v1.36.12; see docs/endpoint.md).
@@ -78,11 +78,12 @@ func (SubscribeMode) EnumDescriptor() ([]byte, []int) {
 // Task describes one unit of work an upstream service wants a priority for.
 type Task struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`                        // caller's task id, echoed in the Decision
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`                        // numeric task id (used when task_id is empty), echoed in the Decision
 	Class         string                 `protobuf:"bytes,2,opt,name=class,proto3" json:"class,omitempty"`                   // task class (for class service-time statistics)
 	SlaMs         float32                `protobuf:"fixed32,3,opt,name=sla_ms,json=slaMs,proto3" json:"sla_ms,omitempty"`    // latency objective, milliseconds
 	CostMs        float32                `protobuf:"fixed32,4,opt,name=cost_ms,json=costMs,proto3" json:"cost_ms,omitempty"` // expected service time, milliseconds (0 = unknown)
 	Tenant        string                 `protobuf:"bytes,5,opt,name=tenant,proto3" json:"tenant,omitempty"`                 // tenant name (free text)
+	TaskId        string                 `protobuf:"bytes,6,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`   // the caller's opaque task id, 1..128 bytes; wins over id
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -152,12 +153,20 @@ func (x *Task) GetTenant() string {
 	return ""
 }
 
+func (x *Task) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
 // Decision is the policy's answer for one task.
 type Decision struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Priority      uint32                 `protobuf:"varint,2,opt,name=priority,proto3" json:"priority,omitempty"` // 0 lowest .. 4 highest
-	Q             []float32              `protobuf:"fixed32,3,rep,packed,name=q,proto3" json:"q,omitempty"`       // Q-value per priority level, 5 values
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`                      // the task's id, as given
+	Priority      uint32                 `protobuf:"varint,2,opt,name=priority,proto3" json:"priority,omitempty"`          // 0 lowest .. 4 highest
+	Q             []float32              `protobuf:"fixed32,3,rep,packed,name=q,proto3" json:"q,omitempty"`                // Q-value per priority level, 5 values
+	TaskId        string                 `protobuf:"bytes,4,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"` // the task's task_id, as given
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -211,6 +220,13 @@ func (x *Decision) GetQ() []float32 {
 		return x.Q
 	}
 	return nil
+}
+
+func (x *Decision) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
 }
 
 type DecideRequest struct {
@@ -336,13 +352,14 @@ func (x *DecideResponse) GetStateEpoch() uint64 {
 // Outcome reports how a decided task went; it becomes the reward.
 type Outcome struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
-	Id        uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Id        uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`                                 // the task's numeric id (used when task_id is empty)
 	LatencyMs float32                `protobuf:"fixed32,2,opt,name=latency_ms,json=latencyMs,proto3" json:"latency_ms,omitempty"` // arrival to finish
 	SlaMet    bool                   `protobuf:"varint,3,opt,name=sla_met,json=slaMet,proto3" json:"sla_met,omitempty"`
 	// Start to finish: the task's own service time, what the class
 	// statistics (features 3 and 4) are made of. 0 = not known; the agent then
 	// uses latency_ms, which reads high while tasks queue.
 	ServiceMs     float32 `protobuf:"fixed32,4,opt,name=service_ms,json=serviceMs,proto3" json:"service_ms,omitempty"`
+	TaskId        string  `protobuf:"bytes,5,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"` // the task's string id; wins over id
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -403,6 +420,13 @@ func (x *Outcome) GetServiceMs() float32 {
 		return x.ServiceMs
 	}
 	return 0
+}
+
+func (x *Outcome) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
 }
 
 type OutcomeReport struct {
@@ -1124,21 +1148,60 @@ func (*Envelope_Ack) isEnvelope_Body() {}
 
 func (*Envelope_Error) isEnvelope_Body() {}
 
+// StateRequest asks for the current node state (it has no fields).
+type StateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StateRequest) Reset() {
+	*x = StateRequest{}
+	mi := &file_triage_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateRequest) ProtoMessage() {}
+
+func (x *StateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_triage_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateRequest.ProtoReflect.Descriptor instead.
+func (*StateRequest) Descriptor() ([]byte, []int) {
+	return file_triage_proto_rawDescGZIP(), []int{14}
+}
+
 var File_triage_proto protoreflect.FileDescriptor
 
 const file_triage_proto_rawDesc = "" +
 	"\n" +
-	"\ftriage.proto\x12\x0etriage.wire.v1\"t\n" +
+	"\ftriage.proto\x12\x0etriage.wire.v1\"\x8d\x01\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
 	"\x05class\x18\x02 \x01(\tR\x05class\x12\x15\n" +
 	"\x06sla_ms\x18\x03 \x01(\x02R\x05slaMs\x12\x17\n" +
 	"\acost_ms\x18\x04 \x01(\x02R\x06costMs\x12\x16\n" +
-	"\x06tenant\x18\x05 \x01(\tR\x06tenant\"D\n" +
+	"\x06tenant\x18\x05 \x01(\tR\x06tenant\x12\x17\n" +
+	"\atask_id\x18\x06 \x01(\tR\x06taskId\"]\n" +
 	"\bDecision\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1a\n" +
 	"\bpriority\x18\x02 \x01(\rR\bpriority\x12\f\n" +
-	"\x01q\x18\x03 \x03(\x02R\x01q\"R\n" +
+	"\x01q\x18\x03 \x03(\x02R\x01q\x12\x17\n" +
+	"\atask_id\x18\x04 \x01(\tR\x06taskId\"R\n" +
 	"\rDecideRequest\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x12*\n" +
 	"\x05tasks\x18\x02 \x03(\v2\x14.triage.wire.v1.TaskR\x05tasks\"\x96\x01\n" +
@@ -1147,14 +1210,15 @@ const file_triage_proto_rawDesc = "" +
 	"\tdecisions\x18\x02 \x03(\v2\x18.triage.wire.v1.DecisionR\tdecisions\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12\x1f\n" +
 	"\vstate_epoch\x18\x04 \x01(\x04R\n" +
-	"stateEpoch\"p\n" +
+	"stateEpoch\"\x89\x01\n" +
 	"\aOutcome\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\n" +
 	"latency_ms\x18\x02 \x01(\x02R\tlatencyMs\x12\x17\n" +
 	"\asla_met\x18\x03 \x01(\bR\x06slaMet\x12\x1d\n" +
 	"\n" +
-	"service_ms\x18\x04 \x01(\x02R\tserviceMs\"[\n" +
+	"service_ms\x18\x04 \x01(\x02R\tserviceMs\x12\x17\n" +
+	"\atask_id\x18\x05 \x01(\tR\x06taskId\"[\n" +
 	"\rOutcomeReport\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x123\n" +
 	"\boutcomes\x18\x02 \x03(\v2\x17.triage.wire.v1.OutcomeR\boutcomes\"D\n" +
@@ -1204,12 +1268,15 @@ const file_triage_proto_rawDesc = "" +
 	"\x03ack\x18\t \x01(\v2\x13.triage.wire.v1.AckH\x00R\x03ack\x12-\n" +
 	"\x05error\x18\n" +
 	" \x01(\v2\x15.triage.wire.v1.ErrorH\x00R\x05errorB\x06\n" +
-	"\x04body*G\n" +
+	"\x04body\"\x0e\n" +
+	"\fStateRequest*G\n" +
 	"\rSubscribeMode\x12\x19\n" +
 	"\x15SUBSCRIBE_MODE_STREAM\x10\x00\x12\x1b\n" +
-	"\x17SUBSCRIBE_MODE_DATAGRAM\x10\x012R\n" +
+	"\x17SUBSCRIBE_MODE_DATAGRAM\x10\x012\xe9\x01\n" +
 	"\aDecider\x12G\n" +
-	"\x06Decide\x12\x1d.triage.wire.v1.DecideRequest\x1a\x1e.triage.wire.v1.DecideResponseB%Z#github.com/triage-agent/triage/wireb\x06proto3"
+	"\x06Decide\x12\x1d.triage.wire.v1.DecideRequest\x1a\x1e.triage.wire.v1.DecideResponse\x12P\n" +
+	"\x0eReportOutcomes\x12\x1d.triage.wire.v1.OutcomeReport\x1a\x1f.triage.wire.v1.OutcomeAccepted\x12C\n" +
+	"\bGetState\x12\x1c.triage.wire.v1.StateRequest\x1a\x19.triage.wire.v1.NodeStateB%Z#github.com/triage-agent/triage/wireb\x06proto3"
 
 var (
 	file_triage_proto_rawDescOnce sync.Once
@@ -1224,7 +1291,7 @@ func file_triage_proto_rawDescGZIP() []byte {
 }
 
 var file_triage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_triage_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_triage_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_triage_proto_goTypes = []any{
 	(SubscribeMode)(0),      // 0: triage.wire.v1.SubscribeMode
 	(*Task)(nil),            // 1: triage.wire.v1.Task
@@ -1241,6 +1308,7 @@ var file_triage_proto_goTypes = []any{
 	(*HelloOK)(nil),         // 12: triage.wire.v1.HelloOK
 	(*Error)(nil),           // 13: triage.wire.v1.Error
 	(*Envelope)(nil),        // 14: triage.wire.v1.Envelope
+	(*StateRequest)(nil),    // 15: triage.wire.v1.StateRequest
 }
 var file_triage_proto_depIdxs = []int32{
 	1,  // 0: triage.wire.v1.DecideRequest.tasks:type_name -> triage.wire.v1.Task
@@ -1258,9 +1326,13 @@ var file_triage_proto_depIdxs = []int32{
 	10, // 12: triage.wire.v1.Envelope.ack:type_name -> triage.wire.v1.Ack
 	13, // 13: triage.wire.v1.Envelope.error:type_name -> triage.wire.v1.Error
 	3,  // 14: triage.wire.v1.Decider.Decide:input_type -> triage.wire.v1.DecideRequest
-	4,  // 15: triage.wire.v1.Decider.Decide:output_type -> triage.wire.v1.DecideResponse
-	15, // [15:16] is the sub-list for method output_type
-	14, // [14:15] is the sub-list for method input_type
+	6,  // 15: triage.wire.v1.Decider.ReportOutcomes:input_type -> triage.wire.v1.OutcomeReport
+	15, // 16: triage.wire.v1.Decider.GetState:input_type -> triage.wire.v1.StateRequest
+	4,  // 17: triage.wire.v1.Decider.Decide:output_type -> triage.wire.v1.DecideResponse
+	7,  // 18: triage.wire.v1.Decider.ReportOutcomes:output_type -> triage.wire.v1.OutcomeAccepted
+	8,  // 19: triage.wire.v1.Decider.GetState:output_type -> triage.wire.v1.NodeState
+	17, // [17:20] is the sub-list for method output_type
+	14, // [14:17] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
 	14, // [14:14] is the sub-list for extension extendee
 	0,  // [0:14] is the sub-list for field type_name
@@ -1289,7 +1361,7 @@ func file_triage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_triage_proto_rawDesc), len(file_triage_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -70,6 +70,28 @@ func buildGoTarget(t *testing.T, flags ...string) string {
 	return out
 }
 
+// buildNoFPTarget builds testdata/flamegraph/nofp/<src> with cc -O2 -g:
+// Debian's own flags, so no frame pointers.
+func buildNoFPTarget(t *testing.T, cc, src string) string {
+	t.Helper()
+	if _, err := exec.LookPath(cc); err != nil {
+		testenv.Unavailable(t, cc+" not installed")
+	}
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	key := cc + " " + src
+	if out, ok := buildCache[key]; ok {
+		return out
+	}
+	out := filepath.Join(buildDir, "nofp-"+strings.TrimSuffix(src, filepath.Ext(src))+"-"+cc)
+	cmd := exec.Command(cc, "-O2", "-g", "-o", out, filepath.Join(repoRoot(t), "testdata", "flamegraph", "nofp", src))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", src, err, b)
+	}
+	buildCache[key] = out
+	return out
+}
+
 func buildCTarget(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
@@ -94,8 +116,15 @@ func buildCTarget(t *testing.T) string {
 // test end.
 func startTarget(t *testing.T, bin string, args ...string) *exec.Cmd {
 	t.Helper()
+	return startTargetIn(t, "", bin, args...)
+}
+
+// startTargetIn is startTarget with the target's working directory.
+func startTargetIn(t *testing.T, dir, bin string, args ...string) *exec.Cmd {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +158,13 @@ func procCPU(t *testing.T, pid int) time.Duration {
 // little of the target's CPU), and returns the result and the CPU used.
 func recordCPU(t *testing.T, pid int, cpu time.Duration, hz int) (*Result, time.Duration) {
 	t.Helper()
-	cfg := Config{}
+	return recordCPUMode(t, pid, cpu, hz, UnwindAuto)
+}
+
+// recordCPUMode is recordCPU with a given unwind mode.
+func recordCPUMode(t *testing.T, pid int, cpu time.Duration, hz int, mode UnwindMode) (*Result, time.Duration) {
+	t.Helper()
+	cfg := Config{Unwind: mode}
 	cfg.Profiler.FrequencyHz = hz
 	cfg.Profiler.PID = uint32(pid)
 	r, err := New(cfg)
@@ -152,7 +187,18 @@ func recordCPU(t *testing.T, pid int, cpu time.Duration, hz int) (*Result, time.
 // record profiles pid for d and returns the result.
 func record(t *testing.T, pid int, d time.Duration, hz int, offCPU bool) *Result {
 	t.Helper()
-	cfg := Config{}
+	return recordWith(t, pid, d, hz, offCPU, UnwindAuto)
+}
+
+// recordMode profiles pid on-CPU for d with a given unwind mode.
+func recordMode(t *testing.T, pid int, d time.Duration, hz int, mode UnwindMode) *Result {
+	t.Helper()
+	return recordWith(t, pid, d, hz, false, mode)
+}
+
+func recordWith(t *testing.T, pid int, d time.Duration, hz int, offCPU bool, mode UnwindMode) *Result {
+	t.Helper()
+	cfg := Config{Unwind: mode}
 	cfg.Profiler.FrequencyHz = hz
 	cfg.Profiler.PID = uint32(pid)
 	cfg.Profiler.OffCPU = offCPU

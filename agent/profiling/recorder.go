@@ -14,11 +14,47 @@ import (
 )
 
 // Config configures New; the zero value profiles every process at 19 Hz,
-// on-CPU only, with default map and cache bounds.
+// on-CPU only, with default map and cache bounds, unwinding by tables where
+// the kernel allows it.
 type Config struct {
 	Profiler   bpf.ProfilerOptions
 	Symbolizer flamegraph.SymbolizerConfig
-	Logger     *slog.Logger
+	// Unwind chooses how user stacks are walked: UnwindAuto (the default),
+	// UnwindTables or UnwindFramePointers. Profiler.CopyUserStacks is set
+	// from it.
+	Unwind UnwindMode
+	Logger *slog.Logger
+}
+
+// UnwindMode is how user stacks are walked.
+type UnwindMode string
+
+const (
+	// UnwindAuto copies user stacks and unwinds them by .eh_frame where the
+	// kernel loads the copying sampler, else walks frame pointers (and says
+	// so in the log and in every profile's comments).
+	UnwindAuto UnwindMode = ""
+	// UnwindTables copies user stacks and unwinds them by .eh_frame /
+	// .debug_frame in user space (frame pointers for Go code and where no
+	// table covers), like perf --call-graph dwarf; New fails if the kernel
+	// refuses the copying sampler.
+	UnwindTables UnwindMode = "dwarf"
+	// UnwindFramePointers is the kernel's frame-pointer walk only: the
+	// cheapest, and the whole truth for code that keeps frame pointers.
+	UnwindFramePointers UnwindMode = "fp"
+)
+
+// ParseUnwindMode reads a --unwind value: auto, dwarf (or tables), fp.
+func ParseUnwindMode(s string) (UnwindMode, error) {
+	switch s {
+	case "", "auto":
+		return UnwindAuto, nil
+	case "dwarf", "tables":
+		return UnwindTables, nil
+	case "fp", "frame-pointers":
+		return UnwindFramePointers, nil
+	}
+	return "", fmt.Errorf("unknown unwind mode %q (auto, dwarf, fp)", s)
 }
 
 // Recorder owns a loaded profiler and a symboliser.
@@ -26,6 +62,11 @@ type Recorder struct {
 	prof *bpf.Profiler
 	sym  *flamegraph.Symbolizer
 	log  *slog.Logger
+	// copies is nil in frame-pointer mode.
+	copies     *copyAggregator
+	copiesDone chan struct{}
+	// unwindNote goes into every profile's comments: how stacks were walked.
+	unwindNote string
 }
 
 // Result is one drained, symbolised window.
@@ -49,11 +90,53 @@ func New(cfg Config) (*Recorder, error) {
 	if err := sym.KernelErr(); err != nil {
 		log.Warn("kernel frames will not be named", "err", err)
 	}
-	p, err := bpf.OpenProfiler(cfg.Profiler)
+	opts := cfg.Profiler
+	opts.CopyUserStacks = cfg.Unwind != UnwindFramePointers
+	p, err := bpf.OpenProfiler(opts)
+	note := ""
+	if err != nil && cfg.Unwind == UnwindAuto {
+		// Older kernels (no bpf_task_pt_regs, no ring buffer): the
+		// frame-pointer sampler still works.
+		log.Warn("copying user stacks unavailable; unwinding by frame pointers only", "err", err)
+		note = fmt.Sprintf("unwind: frame pointers only (stack copy unavailable: %v)", err)
+		opts.CopyUserStacks = false
+		p, err = bpf.OpenProfiler(opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("starting profiler: %w", err)
 	}
-	return &Recorder{prof: p, sym: sym, log: log}, nil
+	r := &Recorder{prof: p, sym: sym, log: log, unwindNote: note}
+	if rd, err := p.CopyReader(); err == nil {
+		o := p.Options()
+		r.unwindNote = fmt.Sprintf("unwind: .eh_frame/.debug_frame tables on %d KiB user stack copies; frame pointers for Go and where no table covers", o.StackCopyBytes>>10)
+		r.copies = newCopyAggregator(sym, p, rd, int(o.CountEntries))
+		r.copiesDone = make(chan struct{})
+		go func() {
+			defer close(r.copiesDone)
+			r.copies.run()
+		}()
+	} else if r.unwindNote == "" {
+		r.unwindNote = "unwind: frame pointers only (--unwind fp)"
+	}
+	return r, nil
+}
+
+// SymbolCacheBytes is the symboliser's cache now (symbol tables, inline
+// indexes, unwind tables, JIT maps).
+func (r *Recorder) SymbolCacheBytes() int { return r.sym.CacheBytes() }
+
+// UnwindsByTables reports whether user stacks are copied and unwound by
+// tables (false: frame pointers only).
+func (r *Recorder) UnwindsByTables() bool { return r.copies != nil }
+
+// UnwindFallbacks counts, since the start, the samples whose user stack was
+// partly walked by frame pointer where tables were wanted, per reason (the
+// flamegraph.Fallback* reasons and FallbackRingFull).
+func (r *Recorder) UnwindFallbacks() map[string]uint64 {
+	if r.copies == nil {
+		return map[string]uint64{}
+	}
+	return r.copies.fallbackCounts()
 }
 
 // OffCPUHook names the attached sched_switch flavour ("" when off).
@@ -101,6 +184,10 @@ func (r *Recorder) Wait(ctx context.Context, d time.Duration) {
 // catch a process that lives a few seconds, rare enough to cost nothing.
 const captureEvery = time.Second
 
+// copyCatchUp bounds how long Collect waits for queued stack copies to be
+// unwound.
+const copyCatchUp = 10 * time.Second
+
 // Collect drains the current window and builds its profiles.
 func (r *Recorder) Collect() (*Result, error) {
 	w, err := r.prof.Drain()
@@ -121,13 +208,30 @@ func (r *Recorder) Collect() (*Result, error) {
 		Window: flamegraph.Window{Start: w.Start, End: w.End, FrequencyHz: w.FrequencyHz},
 		Lost:   w.LostOnCPU + w.LostOffCPU,
 	}
-	opts := flamegraph.BuildOptions{Window: res.Window, Symbolizer: r.sym}
-	if len(w.OnCPU) > 0 {
-		if res.OnCPU, err = flamegraph.BuildProfile(Convert(w.OnCPU, flamegraph.OnCPU), opts); err != nil {
+	onCPU := Convert(w.OnCPU, flamegraph.OnCPU)
+	comments := []string{r.unwindNote}
+	if r.copies != nil {
+		if !r.copies.catchUp(copyCatchUp) {
+			r.log.Warn("stack copies still queued at the end of the window; they go to the next one", "waited", copyCatchUp)
+		}
+		copied, lost := r.copies.take()
+		onCPU = append(onCPU, copied...)
+		res.Lost += lost
+		r.copies.noteRingFull(w.CopyFallbacks)
+		if w.CopyFallbacks > 0 {
+			comments = append(comments, fmt.Sprintf("unwind: frame pointers used (%s) in %d samples", FallbackRingFull, w.CopyFallbacks))
+		}
+	}
+	opts := flamegraph.BuildOptions{Window: res.Window, Symbolizer: r.sym, Comments: comments}
+	if len(onCPU) > 0 {
+		if res.OnCPU, err = flamegraph.BuildProfile(onCPU, opts); err != nil {
 			return nil, err
 		}
 	}
 	if len(w.OffCPU) > 0 {
+		// The off-CPU program walks stacks when a task blocks, by frame
+		// pointer: its stacks are not copied.
+		opts.Comments = []string{"unwind: frame pointers (off-CPU stacks are walked by the kernel at sched_switch)"}
 		if res.OffCPU, err = flamegraph.BuildProfile(Convert(w.OffCPU, flamegraph.OffCPU), opts); err != nil {
 			return nil, err
 		}
@@ -210,8 +314,14 @@ func (r *Recorder) SaveWindow(store *flamegraph.Store) error {
 	return errors.Join(errs...)
 }
 
-// Close detaches the profiler.
-func (r *Recorder) Close() error { return r.prof.Close() }
+// Close detaches the profiler and waits for the copy reader to stop.
+func (r *Recorder) Close() error {
+	err := r.prof.Close()
+	if r.copiesDone != nil {
+		<-r.copiesDone
+	}
+	return err
+}
 
 // Stats reports the kernel run-time accounting of the profiler's programs
 // (it counts only while bpf.EnableRunStats is on).

@@ -1,7 +1,7 @@
 package serve
 
 import (
-	"crypto/subtle"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,23 +12,30 @@ import (
 	"github.com/triage-agent/triage/wire"
 )
 
-// httpHandler is the HTTP/3 JSON API of DESIGN.md. Bodies are bounded by
-// MaxHTTPBodyBytes and decoded strictly (unknown fields and trailing data are
-// errors); every error is JSON {"error": "..."} with a 4xx status (5xx only
-// when the backend fails).
+// openAPIDoc is the OpenAPI 3.1 description of the JSON API, served at
+// GET /v1/openapi.json (a test checks it against the live server).
+//
+//go:embed openapi.json
+var openAPIDoc []byte
+
+// httpHandler is the JSON API of DESIGN.md, one handler for HTTP/3,
+// HTTP/2 and HTTP/1.1 (the protocol label comes from the request). Bodies
+// are bounded by MaxHTTPBodyBytes and decoded strictly (unknown fields and
+// trailing data are errors); every error is JSON {"error": "..."} with a
+// 4xx status (5xx only when the backend fails or has no state yet).
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/decide", only("POST", s.httpDecide))
-	mux.HandleFunc("/v1/outcomes", only("POST", s.httpOutcomes))
-	mux.HandleFunc("/v1/state", only("GET", s.httpState))
+	mux.HandleFunc("/v1/decide", s.only("POST", methodDecide, s.httpDecide))
+	mux.HandleFunc("/v1/outcomes", s.only("POST", methodOutcomes, s.httpOutcomes))
+	mux.HandleFunc("/v1/state", s.only("GET", methodState, s.httpState))
+	mux.HandleFunc("/v1/openapi.json", s.only("GET", methodOpenAPI, s.httpOpenAPI))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSONError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (have POST /v1/decide, POST /v1/outcomes, GET /v1/state)", r.Method, r.URL.Path))
+		s.countCall(httpProtocol(r), methodOther, wire.CodeUnsupported)
+		writeJSONError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (have POST /v1/decide, POST /v1/outcomes, GET /v1/state, GET /v1/openapi.json)", r.Method, r.URL.Path))
 	})
-	if len(s.cfg.Tokens) == 0 {
-		return mux
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.bearerOK(r.Header.Get("Authorization")) {
+		if !s.authorizedHeader(r.Header.Get("Authorization")) {
+			s.countCall(httpProtocol(r), routeMethod(r.URL.Path), wire.CodeUnauthenticated)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="triage"`)
 			writeJSONError(w, http.StatusUnauthorized, "missing or invalid bearer token")
 			return
@@ -37,11 +44,37 @@ func (s *Server) httpHandler() http.Handler {
 	})
 }
 
+// httpProtocol is the protocol label of an HTTP request.
+func httpProtocol(r *http.Request) Protocol {
+	switch r.ProtoMajor {
+	case 3:
+		return ProtocolHTTP3
+	case 2:
+		return ProtocolHTTP2
+	}
+	return ProtocolHTTP1
+}
+
+func routeMethod(path string) string {
+	switch path {
+	case "/v1/decide":
+		return methodDecide
+	case "/v1/outcomes":
+		return methodOutcomes
+	case "/v1/state":
+		return methodState
+	case "/v1/openapi.json":
+		return methodOpenAPI
+	}
+	return methodOther
+}
+
 // only answers 405 with a JSON error for any other method (the mux's own
 // 405 is plain text, and the catch-all route would turn it into a 404).
-func only(method string, h http.HandlerFunc) http.HandlerFunc {
+func (s *Server) only(method, name string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != method {
+			s.countCall(httpProtocol(r), name, wire.CodeUnsupported)
 			w.Header().Set("Allow", method)
 			writeJSONError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, method))
 			return
@@ -50,70 +83,87 @@ func only(method string, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-func (s *Server) bearerOK(h string) bool {
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		return false
+// httpStatus maps a refusal's code to its HTTP status.
+func httpStatus(code wire.Code) int {
+	switch code {
+	case wire.CodeBatchTooLarge, wire.CodeBodyTooLarge, wire.CodeFrameTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case wire.CodeInvalidArgument, wire.CodeMalformed:
+		return http.StatusBadRequest
+	case wire.CodeUnauthenticated:
+		return http.StatusUnauthorized
+	case wire.CodeUnavailable:
+		return http.StatusServiceUnavailable
 	}
-	good := 0
-	for _, t := range s.cfg.Tokens {
-		good |= subtle.ConstantTimeCompare([]byte(tok), []byte(t))
-	}
-	return good == 1
+	return http.StatusInternalServerError
 }
 
 func (s *Server) httpDecide(w http.ResponseWriter, r *http.Request) {
+	p := httpProtocol(r)
 	var req wire.DecideRequestJSON
-	if !s.readJSON(w, r, &req) {
+	if !s.readJSON(w, r, p, methodDecide, &req) {
 		return
 	}
 	if len(req.Tasks) == 0 {
-		writeJSONError(w, http.StatusBadRequest, `body has no tasks: want {"tasks":[{"id":1,"class":"...","sla_ms":50,"cost_ms":5,"tenant":"..."}]}`)
+		s.countCall(p, methodDecide, wire.CodeInvalidArgument)
+		writeJSONError(w, http.StatusBadRequest, `body has no tasks: want {"tasks":[{"id":"task-1","class":"...","sla_ms":50,"cost_ms":5,"tenant":"..."}]}`)
 		return
 	}
-	if len(req.Tasks) > s.cfg.MaxBatch {
-		writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d tasks, limit %d", len(req.Tasks), s.cfg.MaxBatch))
-		return
-	}
-	decisions, model, epoch, err := s.backend.Decide(r.Context(), wire.TasksFromJSON(req.Tasks))
+	tasks, err := wire.TasksFromJSON(req.Tasks)
 	if err != nil {
-		writeJSONError(w, http.StatusInternalServerError, "deciding: "+err.Error())
+		s.countCall(p, methodDecide, wire.CodeInvalidArgument)
+		writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	s.stats.Requests.Add(1)
-	s.stats.Decisions.Add(int64(len(decisions)))
-	writeJSON(w, http.StatusOK, wire.DecideResponseJSON{Decisions: wire.DecisionsToJSON(decisions), Model: model, StateEpoch: epoch})
+	resp, cerr := s.decideCall(r.Context(), p, tasks)
+	if cerr != nil {
+		writeJSONError(w, httpStatus(cerr.code), cerr.msg)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.DecideResponseJSON{Decisions: wire.DecisionsToJSON(resp.Decisions), Model: resp.Model, StateEpoch: resp.StateEpoch})
 }
 
 func (s *Server) httpOutcomes(w http.ResponseWriter, r *http.Request) {
+	p := httpProtocol(r)
 	var rep wire.OutcomeReportJSON
-	if !s.readJSON(w, r, &rep) {
+	if !s.readJSON(w, r, p, methodOutcomes, &rep) {
 		return
 	}
-	if len(rep.Outcomes) > s.cfg.MaxBatch {
-		writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d outcomes, limit %d", len(rep.Outcomes), s.cfg.MaxBatch))
+	outs, err := wire.OutcomesFromJSON(rep.Outcomes)
+	if err != nil {
+		s.countCall(p, methodOutcomes, wire.CodeInvalidArgument)
+		writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if err := s.backend.ReportOutcomes(r.Context(), wire.OutcomesFromJSON(rep.Outcomes)); err != nil {
-		writeJSONError(w, http.StatusInternalServerError, "reporting outcomes: "+err.Error())
+	n, cerr := s.outcomesCall(r.Context(), p, outs)
+	if cerr != nil {
+		writeJSONError(w, httpStatus(cerr.code), cerr.msg)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.OutcomesAcceptedJSON{Accepted: len(rep.Outcomes)})
+	writeJSON(w, http.StatusOK, wire.OutcomesAcceptedJSON{Accepted: n})
 }
 
 func (s *Server) httpState(w http.ResponseWriter, r *http.Request) {
-	st := s.backend.State()
-	if st == nil {
-		writeJSONError(w, http.StatusServiceUnavailable, "no node state yet")
+	st, cerr := s.stateCall(httpProtocol(r))
+	if cerr != nil {
+		writeJSONError(w, httpStatus(cerr.code), cerr.msg)
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.NodeStateToJSON(st))
 }
 
-// readJSON decodes a bounded, strict JSON body into v, answering the error
-// itself when it fails.
-func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+func (s *Server) httpOpenAPI(w http.ResponseWriter, r *http.Request) {
+	s.countCall(httpProtocol(r), methodOpenAPI, wire.CodeOK)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(openAPIDoc)
+}
+
+// readJSON decodes a bounded, strict JSON body into v, answering (and
+// counting) the error itself when it fails.
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, p Protocol, method string, v any) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		s.countCall(p, method, wire.CodeMalformed)
 		writeJSONError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json, not "+ct)
 		return false
 	}
@@ -123,13 +173,16 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
+			s.countCall(p, method, wire.CodeBodyTooLarge)
 			writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", s.cfg.MaxHTTPBodyBytes))
 			return false
 		}
+		s.countCall(p, method, wire.CodeMalformed)
 		writeJSONError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
 		return false
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		s.countCall(p, method, wire.CodeMalformed)
 		writeJSONError(w, http.StatusBadRequest, "invalid JSON body: trailing data after the object")
 		return false
 	}

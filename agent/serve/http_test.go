@@ -59,10 +59,14 @@ func TestHTTP3API(t *testing.T) {
 	if err := dec.Decode(&resp); err != nil {
 		t.Fatalf("decide answer %s: %v", body, err)
 	}
-	if len(resp.Decisions) != 2 || resp.Decisions[0].ID != 1 || resp.Decisions[1].ID != 2 || resp.Model != d.Version() || resp.StateEpoch != 1 {
+	if len(resp.Decisions) != 2 || resp.Decisions[0].ID != wire.NumericID(1) || resp.Decisions[1].ID != wire.NumericID(2) || resp.Model != d.Version() || resp.StateEpoch != 1 {
 		t.Fatalf("decide answer %s", body)
 	}
-	want, _, _, _ := b.Decide(t.Context(), wire.TasksFromJSON([]wire.TaskJSON{{ID: 1, Class: "interactive", SLAMs: 20, CostMs: 2, Tenant: "a"}}))
+	one, err := wire.TasksFromJSON([]wire.TaskJSON{{ID: wire.NumericID(1), Class: "interactive", SLAMs: 20, CostMs: 2, Tenant: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, _, _ := b.Decide(t.Context(), one)
 	if resp.Decisions[0].Priority != want[0].GetPriority() || resp.Decisions[0].Q[0] != want[0].GetQ()[0] {
 		t.Errorf("HTTP/3 decision %+v differs from the backend's %v", resp.Decisions[0], want[0])
 	}
@@ -87,7 +91,11 @@ func TestHTTP3API(t *testing.T) {
 		{"unknown field", "POST", "/v1/decide", `{"tasks":[{"id":1,"prio":4}]}`, 400, "unknown field"},
 		{"trailing data", "POST", "/v1/decide", `{"tasks":[{"id":1}]} {"tasks":[]}`, 400, "trailing"},
 		{"no tasks", "POST", "/v1/decide", `{"tasks":[]}`, 400, "no tasks"},
-		{"wrong type", "POST", "/v1/decide", `{"tasks":[{"id":"x"}]}`, 400, "invalid JSON"},
+		{"wrong type", "POST", "/v1/decide", `{"tasks":[{"id":true}]}`, 400, "invalid JSON"},
+		{"empty id", "POST", "/v1/decide", `{"tasks":[{"id":""}]}`, 400, "bad task id: empty"},
+		{"id too long", "POST", "/v1/decide", `{"tasks":[{"id":"` + strings.Repeat("x", 129) + `"}]}`, 400, "129 bytes, at most 128"},
+		{"no id", "POST", "/v1/decide", `{"tasks":[{"sla_ms":5}]}`, 400, "task 0 has no id"},
+		{"outcome without id", "POST", "/v1/outcomes", `{"outcomes":[{"latency_ms":5}]}`, 400, "outcome 0 has no id"},
 		{"batch too large", "POST", "/v1/decide", `{"tasks":[` + strings.Repeat(`{"id":1},`, 16) + `{"id":2}]}`, 413, "limit 16"},
 		{"body too large", "POST", "/v1/decide", `{"tasks":[{"id":1,"class":"` + strings.Repeat("x", 5000) + `"}]}`, 413, "larger than 4096"},
 		{"wrong method", "GET", "/v1/decide", "", 405, ""},

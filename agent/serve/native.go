@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -61,7 +60,7 @@ func (s *Server) serveNative(conn *quic.Conn) {
 	case hello.GetVersion() != wire.ProtocolVersion:
 		s.rejectConn(conn, wire.CodeUnsupported, fmt.Sprintf("protocol version %d, this agent speaks %d", hello.GetVersion(), wire.ProtocolVersion))
 		return
-	case !s.tokenOK(hello.GetToken()):
+	case !s.authorized(hello.GetToken()):
 		_ = fw.Write(errorEnvelope(wire.CodeUnauthenticated, "missing or invalid bearer token", 0))
 		s.rejectConn(conn, wire.CodeUnauthenticated, "missing or invalid bearer token")
 		return
@@ -102,17 +101,6 @@ func (s *Server) framers(str *quic.Stream) (*wire.FrameReader, *wire.FrameWriter
 	}
 	fw.Count = s.stats.countFrame
 	return fr, fw, nil
-}
-
-func (s *Server) tokenOK(got string) bool {
-	if len(s.cfg.Tokens) == 0 {
-		return true
-	}
-	ok := 0
-	for _, t := range s.cfg.Tokens {
-		ok |= subtle.ConstantTimeCompare([]byte(got), []byte(t))
-	}
-	return ok == 1
 }
 
 func (s *Server) rejectConn(conn *quic.Conn, code wire.Code, reason string) {
@@ -182,30 +170,20 @@ func (nc *nativeConn) failStream(str *quic.Stream, fw *wire.FrameWriter, code wi
 // decide serves one DecideRequest; a request the limits refuse, or that the
 // backend fails, gets an Error with its req_id and the stream goes on.
 func (s *Server) decide(ctx context.Context, req *wire.DecideRequest) *wire.Envelope {
-	tasks := req.GetTasks()
-	if len(tasks) > s.cfg.MaxBatch {
-		return errorEnvelope(wire.CodeBatchTooLarge, fmt.Sprintf("%d tasks, limit %d", len(tasks), s.cfg.MaxBatch), req.GetReqId())
-	}
-	decisions, model, epoch, err := s.backend.Decide(ctx, tasks)
+	resp, err := s.decideCall(ctx, ProtocolNative, req.GetTasks())
 	if err != nil {
-		return errorEnvelope(wire.CodeInternal, "deciding: "+err.Error(), req.GetReqId())
+		return errorEnvelope(err.code, err.msg, req.GetReqId())
 	}
-	s.stats.Requests.Add(1)
-	s.stats.Decisions.Add(int64(len(decisions)))
-	return &wire.Envelope{Body: &wire.Envelope_DecideResponse{DecideResponse: &wire.DecideResponse{
-		ReqId: req.GetReqId(), Decisions: decisions, Model: model, StateEpoch: epoch,
-	}}}
+	resp.ReqId = req.GetReqId()
+	return &wire.Envelope{Body: &wire.Envelope_DecideResponse{DecideResponse: resp}}
 }
 
 func (s *Server) outcomes(ctx context.Context, rep *wire.OutcomeReport) *wire.Envelope {
-	outs := rep.GetOutcomes()
-	if len(outs) > s.cfg.MaxBatch {
-		return errorEnvelope(wire.CodeBatchTooLarge, fmt.Sprintf("%d outcomes, limit %d", len(outs), s.cfg.MaxBatch), rep.GetReqId())
-	}
-	if err := s.backend.ReportOutcomes(ctx, outs); err != nil {
-		return errorEnvelope(wire.CodeInternal, "reporting outcomes: "+err.Error(), rep.GetReqId())
+	n, err := s.outcomesCall(ctx, ProtocolNative, rep.GetOutcomes())
+	if err != nil {
+		return errorEnvelope(err.code, err.msg, rep.GetReqId())
 	}
 	return &wire.Envelope{Body: &wire.Envelope_OutcomeAccepted{OutcomeAccepted: &wire.OutcomeAccepted{
-		ReqId: rep.GetReqId(), Accepted: uint32(len(outs)),
+		ReqId: rep.GetReqId(), Accepted: uint32(n),
 	}}}
 }

@@ -16,21 +16,23 @@ import (
 )
 
 // Server is a running endpoint. Create it with New (which binds the UDP
-// port), run it with Serve, stop it with Close.
+// and TCP ports), run it with Serve, stop it with Close.
 type Server struct {
 	cfg     Config
 	backend Backend
-	cert    tls.Certificate
-	fp      string
+	certs   *certStore
+	metrics *endpointMetrics
 
 	udp *net.UDPConn
 	tr  *quic.Transport
 	ln  *quic.Listener
 	h3  *http3.Server
+	tcp *tcpSide // nil when DisableTCP
 
 	mu     sync.Mutex
 	conns  map[*quic.Conn]struct{}
-	perIP  map[string]int
+	nConns int            // QUIC and TCP connections admitted and not yet released
+	perIP  map[string]int // the same, per client IP
 	closed bool
 
 	ctx    context.Context
@@ -42,10 +44,10 @@ type Server struct {
 
 // Stats counts what the endpoint did, for /metrics and for tests.
 type Stats struct {
-	Conns          atomic.Int64 // connections accepted (both ALPNs)
+	Conns          atomic.Int64 // connections accepted (QUIC, both ALPNs, and TCP)
 	RejectedConns  atomic.Int64 // connections closed at once: limits or authentication
 	StreamErrors   atomic.Int64 // native streams closed with an error code
-	Requests       atomic.Int64 // decide requests served (native and HTTP/3)
+	Requests       atomic.Int64 // decide requests served (every protocol)
 	Decisions      atomic.Int64 // decisions returned
 	DatagramsSent  atomic.Int64 // node-state datagrams sent
 	DatagramsAcked atomic.Int64 // acknowledgements received by datagram or stream
@@ -62,8 +64,9 @@ func (st *Stats) countFrame(payload, wire int) {
 	st.WireBytes.Add(int64(wire))
 }
 
-// New validates cfg, binds its UDP address and prepares the listener; it
-// does not accept connections until Serve.
+// New validates cfg, loads or makes the certificate, binds the UDP address
+// (and the TCP one) and prepares the listeners; it does not accept
+// connections until Serve.
 func New(cfg Config, backend Backend) (*Server, error) {
 	if backend == nil {
 		return nil, fmt.Errorf("%w: nil backend", ErrBadConfig)
@@ -72,19 +75,10 @@ func New(cfg Config, backend Backend) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, backend: backend, conns: map[*quic.Conn]struct{}{}, perIP: map[string]int{}}
-	if cfg.Certificate != nil {
-		s.cert = *cfg.Certificate
-	} else {
-		if s.cert, err = SelfSigned(); err != nil {
-			return nil, fmt.Errorf("self-signed certificate: %w", err)
-		}
+	s := &Server{cfg: cfg, backend: backend, conns: map[*quic.Conn]struct{}{}, perIP: map[string]int{}, metrics: newEndpointMetrics()}
+	if s.certs, err = newCertStore(&s.cfg); err != nil {
+		return nil, err
 	}
-	if len(s.cert.Certificate) == 0 {
-		return nil, fmt.Errorf("%w: certificate has no DER", ErrBadConfig)
-	}
-	s.fp = Fingerprint(s.cert.Certificate[0])
-
 	uaddr, err := net.ResolveUDPAddr("udp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("resolving %q: %w", cfg.Addr, err)
@@ -93,13 +87,31 @@ func New(cfg Config, backend Backend) (*Server, error) {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
 	s.tr = &quic.Transport{Conn: s.udp}
-	if s.ln, err = s.tr.Listen(s.tlsConfig(), s.quicConfig()); err != nil {
+	if s.ln, err = s.tr.Listen(s.certs.serverConfig([]string{wire.ALPNNative, wire.ALPNHTTP3}, s.clientAuth()), s.quicConfig()); err != nil {
 		s.udp.Close()
 		return nil, fmt.Errorf("starting QUIC listener: %w", err)
+	}
+	if !cfg.DisableTCP {
+		if err := s.listenTCP(); err != nil {
+			s.ln.Close()
+			s.udp.Close()
+			return nil, err
+		}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.h3 = &http3.Server{Handler: s.httpHandler(), Logger: cfg.Logger, MaxHeaderBytes: 16 << 10}
 	return s, nil
+}
+
+// clientAuth is what TLS asks of clients when a client CA is configured.
+func (s *Server) clientAuth() tls.ClientAuthType { return tls.RequireAndVerifyClientCert }
+
+// TLSConfig is a TLS 1.3 server configuration with the endpoint's identity
+// in force at each handshake (reloaded files included), for the given ALPNs;
+// with a client CA configured, client certificates are asked for with
+// clientAuth. The agent's admin port uses it when it serves TLS.
+func (s *Server) TLSConfig(alpns []string, clientAuth tls.ClientAuthType) *tls.Config {
+	return s.certs.serverConfig(alpns, clientAuth)
 }
 
 func (s *Server) quicConfig() *quic.Config {
@@ -115,18 +127,37 @@ func (s *Server) quicConfig() *quic.Config {
 // Addr is the bound UDP address (useful with port 0).
 func (s *Server) Addr() net.Addr { return s.udp.LocalAddr() }
 
-// Fingerprint is the hex SHA-256 of the server certificate, for pinning.
-func (s *Server) Fingerprint() string { return s.fp }
+// TCPAddr is the bound TCP address, nil when the TCP side is off.
+func (s *Server) TCPAddr() net.Addr {
+	if s.tcp == nil {
+		return nil
+	}
+	return s.tcp.ln.Addr()
+}
 
-// Certificate is the server certificate (self-signed unless configured).
-func (s *Server) Certificate() tls.Certificate { return s.cert }
+// Fingerprint is the hex SHA-256 of the server certificate in force, for
+// pinning.
+func (s *Server) Fingerprint() string { return s.certs.current().fp }
+
+// Certificate is the server certificate in force (self-signed unless
+// configured).
+func (s *Server) Certificate() tls.Certificate { return *s.certs.current().cert }
 
 // Stats returns the live counters.
 func (s *Server) Stats() *Stats { return &s.stats }
 
-// Serve accepts connections until Close (then it returns ErrClosed) or until
-// the listener fails.
+// Serve accepts connections on both ports until Close (then it returns
+// ErrClosed) or until a listener fails.
 func (s *Server) Serve() error {
+	errc := make(chan error, 2)
+	if s.tcp != nil {
+		go func() { errc <- s.serveTCP() }()
+	}
+	go func() { errc <- s.serveQUIC() }()
+	return <-errc
+}
+
+func (s *Server) serveQUIC() error {
 	for {
 		conn, err := s.ln.Accept(s.ctx)
 		if err != nil {
@@ -155,45 +186,61 @@ func (s *Server) Serve() error {
 	}
 }
 
-// admit applies the connection limits; a refused connection is closed with
-// CodeTooManyConnections and a reason.
-func (s *Server) admit(conn *quic.Conn) bool {
-	ip := remoteIP(conn.RemoteAddr())
+// admitAddr counts a new connection from ip against the limits, or says
+// why it is refused.
+func (s *Server) admitAddr(ip string) (reason string) {
 	s.mu.Lock()
-	reason := ""
+	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		reason = "agent shutting down"
-	case len(s.conns) >= s.cfg.MaxConns:
-		reason = fmt.Sprintf("connection limit %d reached", s.cfg.MaxConns)
+		return "agent shutting down"
+	case s.nConns >= s.cfg.MaxConns:
+		return fmt.Sprintf("connection limit %d reached", s.cfg.MaxConns)
 	case s.perIP[ip] >= s.cfg.MaxConnsPerIP:
-		reason = fmt.Sprintf("connection limit %d per client address reached", s.cfg.MaxConnsPerIP)
-	default:
-		s.conns[conn] = struct{}{}
-		s.perIP[ip]++
+		return fmt.Sprintf("connection limit %d per client address reached", s.cfg.MaxConnsPerIP)
 	}
-	s.mu.Unlock()
-	if reason != "" {
+	s.nConns++
+	s.perIP[ip]++
+	return ""
+}
+
+// releaseAddr frees what admitAddr took.
+func (s *Server) releaseAddr(ip string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nConns--
+	if s.perIP[ip]--; s.perIP[ip] <= 0 {
+		delete(s.perIP, ip)
+	}
+}
+
+// admit applies the connection limits to a QUIC connection; a refused one
+// is closed with CodeTooManyConnections and a reason.
+func (s *Server) admit(conn *quic.Conn) bool {
+	if reason := s.admitAddr(remoteIP(conn.RemoteAddr())); reason != "" {
 		s.stats.RejectedConns.Add(1)
 		s.cfg.Logger.Warn("refusing QUIC connection", "remote", conn.RemoteAddr().String(), "reason", reason)
 		conn.CloseWithError(quic.ApplicationErrorCode(wire.CodeTooManyConnections), reason)
 		return false
 	}
+	s.mu.Lock()
+	s.conns[conn] = struct{}{}
+	s.mu.Unlock()
 	return true
 }
 
 func (s *Server) release(conn *quic.Conn) {
-	ip := remoteIP(conn.RemoteAddr())
 	s.mu.Lock()
 	delete(s.conns, conn)
-	if s.perIP[ip]--; s.perIP[ip] <= 0 {
-		delete(s.perIP, ip)
-	}
 	s.mu.Unlock()
+	s.releaseAddr(remoteIP(conn.RemoteAddr()))
 }
 
 func remoteIP(a net.Addr) string {
-	if u, ok := a.(*net.UDPAddr); ok {
+	switch u := a.(type) {
+	case *net.UDPAddr:
+		return u.IP.String()
+	case *net.TCPAddr:
 		return u.IP.String()
 	}
 	host, _, err := net.SplitHostPort(a.String())
@@ -203,8 +250,9 @@ func remoteIP(a net.Addr) string {
 	return host
 }
 
-// Close stops accepting, closes every connection with CodeShutdown and
-// releases the port. It waits for the connection handlers to return.
+// Close stops accepting, closes every QUIC connection with CodeShutdown and
+// every TCP connection, and releases the ports. It waits for the QUIC
+// connection handlers to return.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -223,6 +271,11 @@ func (s *Server) Close() error {
 	}
 	err := s.ln.Close()
 	s.h3.Close()
+	if s.tcp != nil {
+		s.tcp.http.Close()
+		s.tcp.ln.Close() // Close above closes it only if Serve ran
+		s.tcp.grpc.Stop()
+	}
 	s.wg.Wait()
 	if cerr := s.tr.Close(); cerr != nil && err == nil && !errors.Is(cerr, net.ErrClosed) {
 		err = cerr

@@ -14,8 +14,6 @@ import (
 	"net"
 	"os"
 	"time"
-
-	"github.com/triage-agent/triage/wire"
 )
 
 // SelfSigned makes an in-memory ECDSA P-256 certificate for the given host
@@ -66,19 +64,6 @@ func SelfSigned(hosts ...string) (tls.Certificate, error) {
 func Fingerprint(der []byte) string {
 	sum := sha256.Sum256(der)
 	return hex.EncodeToString(sum[:])
-}
-
-func (s *Server) tlsConfig() *tls.Config {
-	tc := &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{s.cert},
-		NextProtos:   []string{wire.ALPNNative, wire.ALPNHTTP3},
-	}
-	if s.cfg.ClientCAs != nil {
-		tc.ClientCAs = s.cfg.ClientCAs
-		tc.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	return tc
 }
 
 // LoadCertificate reads a PEM certificate chain and key (--tls-cert,

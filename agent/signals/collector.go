@@ -3,6 +3,7 @@ package signals
 import (
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -29,6 +30,9 @@ type Collector struct {
 	cpu    *cpuSource
 	snap   Snapshot
 	closed bool
+
+	runStats    io.Closer // the kernel's BPF run-time accounting, with ProbeCPUStats
+	runStatsErr error     // why it could not be turned on
 
 	stop chan struct{}
 	done chan struct{}
@@ -68,6 +72,9 @@ func New(cfg Config, opts ...Option) (*Collector, error) {
 	// runtime's scavenger gets to it.
 	if !cfg.DisableBPF {
 		debug.FreeOSMemory()
+		if cfg.ProbeCPUStats {
+			c.enableRunStats()
+		}
 	}
 	c.Sample()
 	go c.loop()
@@ -115,7 +122,18 @@ func (c *Collector) Sample() {
 	c.sys.fill(&s.Syscall)
 	c.tcp.fill(&s.TCP)
 	c.cpu.fill(&s.CPU)
+	if c.runStats != nil {
+		c.fillProbeCPU()
+	}
 	s.Probes = append(s.Probes[:0], c.runq.status, c.accept.status, c.blkio.status, c.sys.status, c.tcp.status)
+}
+
+// ProbeCPUStats reports whether the probes' CPU time is measured
+// (Config.ProbeCPUStats and the kernel allowed it), and why not.
+func (c *Collector) ProbeCPUStats() (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runStats != nil, c.runStatsErr
 }
 
 // Snapshot copies the latest values into dst, reusing dst's slices.
@@ -165,5 +183,8 @@ func (c *Collector) Close() error {
 	c.blkio.close()
 	c.sys.close()
 	c.tcp.close()
+	if c.runStats != nil {
+		c.runStats.Close()
+	}
 	return nil
 }

@@ -48,6 +48,12 @@ type Config struct {
 	// where the real one is not visible; 0 reads net.core.somaxconn.
 	AcceptMaxBacklog uint32
 
+	// ProbeCPUStats turns on the kernel's BPF run-time accounting
+	// (kernel.bpf_stats_enabled) while the collector runs, and reports each
+	// probe's in-kernel CPU time (ProbeStatus.CPUSeconds). It costs two
+	// clock reads per program run, so it is off by default.
+	ProbeCPUStats bool
+
 	// noSockDiag skips the netlink fallback (tests of the /proc/net/tcp path).
 	noSockDiag bool
 }

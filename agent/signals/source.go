@@ -40,6 +40,9 @@ type ProbeStatus struct {
 	Attached bool   `json:"attached"`
 	Tier     string `json:"tier,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// CPUSeconds is the probe's programs' run time in the kernel since they
+	// loaded, with Config.ProbeCPUStats (else 0).
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 }
 
 // Num is a measured value; NaN means unknown (no source, or no samples in

@@ -78,6 +78,15 @@ func (a *Assembler) sources(snap *signals.Snapshot) [policy.NumFeatures]Source {
 	}
 	s[policy.FeatWaitP50] = SourceOutcomes // latency − service_ms of reported outcomes
 	s[policy.FeatWaitP99] = SourceOutcomes
+	// The features relative to the SLA take their source from what they
+	// divide: the descriptor's cost, the outcomes' statistics, the agent's
+	// own backlog.
+	s[policy.FeatCostOverSLA] = SourceDescriptor
+	s[policy.FeatClassP99OverSLA] = SourceOutcomes
+	s[policy.FeatWaitP99OverSLA] = SourceOutcomes
+	s[policy.FeatBacklogTop] = SourceAgent
+	s[policy.FeatBacklogFore] = SourceAgent
+	s[policy.FeatBacklogAll] = SourceAgent
 	return s
 }
 

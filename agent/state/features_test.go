@@ -61,6 +61,8 @@ func TestFeaturesPairValuesWithSources(t *testing.T) {
 		policy.FeatRunqP50: SourceEBPF, policy.FeatRunqP99: SourceEBPF, policy.FeatAcceptQueue: SourceNetlink,
 		policy.FeatBlkioP99: SourceProcfs, policy.FeatCPUUtil: SourceProcfs, policy.FeatNetOrSyscall: SourceEBPF,
 		policy.FeatWaitP50: SourceOutcomes, policy.FeatWaitP99: SourceOutcomes,
+		policy.FeatCostOverSLA: SourceDescriptor, policy.FeatClassP99OverSLA: SourceOutcomes, policy.FeatWaitP99OverSLA: SourceOutcomes,
+		policy.FeatBacklogTop: SourceAgent, policy.FeatBacklogFore: SourceAgent, policy.FeatBacklogAll: SourceAgent,
 	}
 	for i, src := range want {
 		if f[i].Source != src {

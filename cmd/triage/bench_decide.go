@@ -16,18 +16,20 @@ import (
 func init() { registerBench("decide", runBenchDecide) }
 
 // runBenchDecide measures the decide call over the native protocol, HTTP/3
-// JSON and gRPC over TCP (TLS 1.3 for all three), side by side in one run
+// JSON, gRPC over TCP (its own transport, and the agent's TCP port), and
+// JSON over HTTP/2 and HTTP/1.1 on that port (TLS 1.3 for all), side by
+// side in one run
 // (internal/bench/decide), with the model the agent serves (ONNX Runtime,
 // the default) or the plain Go forward pass of the same weights
 // (--decider go).
 func runBenchDecide(args []string) error {
-	fs := newFlagSet("bench decide", "decide over triage/1, HTTP/3 JSON and gRPC/TLS/TCP on loopback, side by side")
+	fs := newFlagSet("bench decide", "decide over triage/1, HTTP/3 JSON, gRPC (standalone and on the agent's TCP port) and JSON over HTTP/2 and HTTP/1.1 on loopback, side by side")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
 	clients := fs.Int("clients", 4, "concurrent clients (one connection each) per protocol")
 	duration := fs.Duration("duration", 2e9, "measured time per cell")
 	rate := fs.Int("rate", 5000, "total requests/s of the paced batch-1 cells")
 	batches := fs.String("batches", "1,64", "comma-separated batch sizes (1 is paced at --rate, others closed-loop)")
-	protocols := fs.String("protocols", "native,h3,grpc", "comma-separated subset of native,h3,grpc")
+	protocols := fs.String("protocols", strings.Join(decide.ProtocolOrder, ","), "comma-separated subset of "+strings.Join(decide.ProtocolOrder, ","))
 	decider := fs.String("decider", "ort", "ort (the embedded model through ONNX Runtime, as the agent serves) or go (its plain Go forward pass)")
 	ortLib := fs.String("onnxruntime-lib", "", "ONNX Runtime shared library (default: $TRIAGE_ONNXRUNTIME_LIB, then the cache)")
 	addConfigFlag(fs)
@@ -62,7 +64,7 @@ func runBenchDecide(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("model %s through %s; TLS 1.3 on all three (gRPC over TCP on loopback)\n", res.Model, res.Decider)
+	fmt.Printf("model %s through %s; TLS 1.3 everywhere (grpc: gRPC's own server; grpc-agent, http2, http1: the agent's TCP port)\n", res.Model, res.Decider)
 	if *asJSON {
 		b, _ := json.Marshal(res)
 		fmt.Println(string(b))

@@ -22,6 +22,7 @@ func runBenchProfiler(args []string) error {
 	duration := fs.Duration("duration", 30*time.Second, "how long to profile at each frequency")
 	window := fs.Duration("window", 10*time.Second, "window length (drain + symbolise + write pprof/folded/SVG)")
 	hzList := fs.String("hz", "19,99", "comma-separated sampling frequencies")
+	unwindList := fs.String("unwind", "fp,dwarf", "comma-separated unwind modes, run side by side at each frequency: fp (kernel frame-pointer walk), dwarf (stack copies unwound by .eh_frame)")
 	offCPU := fs.Bool("off-cpu", false, "also run the off-CPU profiler")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the bench (the agent side) to `file`")
@@ -30,6 +31,9 @@ func runBenchProfiler(args []string) error {
 		return helpIsNotAnError(err)
 	}
 	o := profiler.Options{OffCPU: *offCPU, Duration: *duration, Window: *window}
+	for _, u := range strings.Split(*unwindList, ",") {
+		o.Unwind = append(o.Unwind, strings.TrimSpace(u))
+	}
 	for _, f := range strings.Split(*hzList, ",") {
 		hz, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || hz <= 0 {
@@ -54,9 +58,10 @@ func runBenchProfiler(args []string) error {
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "machine\t%s, %d CPUs, all busy\n", res.Machine, res.CPUs)
-	fmt.Fprintln(tw, "hz\toff-cpu\tagent CPU%\tBPF CPU%\tRSS before MiB\tRSS MiB\tpeak RSS MiB\tsamples\twindows\tstore bytes")
+	fmt.Fprintln(tw, "hz\tunwind\toff-cpu\tagent CPU%\tBPF CPU%\tBPF ns/sample\tRSS before MiB\tRSS MiB\tpeak RSS MiB\tsymbol cache MiB\tsamples\tFP fallbacks\twindows\tstore bytes")
 	for _, r := range res.Results {
-		fmt.Fprintf(tw, "%d\t%v\t%.3f\t%.3f\t%.1f\t%.1f\t%.1f\t%d\t%d\t%d\n", r.Hz, r.OffCPU, r.AgentCPUPct, r.BPFCPUPct, r.BaseRSSMiB, r.RSSMiB, r.PeakRSSMiB, r.Samples, r.Windows, r.StoreBytes)
+		fmt.Fprintf(tw, "%d\t%s\t%v\t%.3f\t%.3f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%d\t%d\t%d\n", r.Hz, r.Unwind, r.OffCPU, r.AgentCPUPct, r.BPFCPUPct, r.BPFNsPerSample,
+			r.BaseRSSMiB, r.RSSMiB, r.PeakRSSMiB, r.SymbolCacheMiB, r.Samples, r.Fallbacks, r.Windows, r.StoreBytes)
 	}
 	tw.Flush()
 	if *asJSON {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/triage-agent/triage/agent"
+	"github.com/triage-agent/triage/flamegraph"
 	"github.com/triage-agent/triage/policy/control"
 	"github.com/triage-agent/triage/policy/guard"
 )
@@ -23,15 +25,18 @@ func init() {
 
 // agentFlags binds every `triage agent` flag to an agent.Config.
 func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
-	fs := newFlagSet("agent", "Run the triage node agent. With no flags it serves QUIC on 127.0.0.1:4433 (add --token, --client-ca or --insecure-listen-any to listen beyond loopback), admin HTTP on :9090, the embedded model, every probe this kernel supports.")
-	var tokens, expSeg, expTotal string
+	fs := newFlagSet("agent", "Run the triage node agent. With no flags it serves QUIC (UDP) and gRPC and JSON (TCP) on 127.0.0.1:4433 (add --token, --token-file, --client-ca or --insecure-listen-any to listen beyond loopback), admin HTTP on :9090, the embedded model, every probe this kernel supports.")
+	var tokens, expSeg, expTotal, tcpAddr, sans, nodeIP, podIP string
 	var expSync time.Duration
 	var fgMax int64
-	var logLevel string
+	var logLevel, logFormat string
 	var minAgreement float64
 	var guardRange bool
 	fs.StringVar(&cfg.QUICAddr, "quic-addr", "", `UDP address of the QUIC endpoint ("" = 127.0.0.1:4433, or :4433 with client authentication)`)
+	fs.StringVar(&tcpAddr, "tcp-addr", tcpAddrAuto, `TCP address of gRPC and JSON over HTTP/1.1 and HTTP/2 ("`+tcpAddrAuto+`" = the --quic-addr host and port number; "" = no TCP listener)`)
 	fs.StringVar(&cfg.AdminAddr, "admin-addr", agent.DefaultAdminAddr, "TCP address of the admin HTTP server (/metrics /healthz /readyz /flamegraphs)")
+	fs.BoolVar(&cfg.AdminTLS, "admin-tls", false, "serve the admin port over TLS with the endpoint's certificate (a client certificate of --client-ca then counts as a credential)")
+	fs.BoolVar(&cfg.AdminAuthAll, "admin-auth-all", false, "require the token (or a loopback peer, without one) on /metrics, /healthz and /readyz too")
 	fs.StringVar(&cfg.ModelPath, "model", "", "ONNX model to serve, watched for hot reload (\"\" = the embedded default model)")
 	fs.DurationVar(&cfg.ModelWatchInterval, "model-watch-interval", time.Second, "how often --model is checked for a new file")
 	fs.StringVar(&cfg.ShadowModelPath, "shadow-model", "", "candidate ONNX model run in shadow on every request (never served); promote with POST /admin/promote")
@@ -40,7 +45,11 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.StringVar(&cfg.TLSCertFile, "tls-cert", "", "PEM server certificate (\"\" = self-signed, fingerprint in the log)")
 	fs.StringVar(&cfg.TLSKeyFile, "tls-key", "", "PEM key of --tls-cert")
 	fs.StringVar(&cfg.ClientCAFile, "client-ca", "", "PEM CA that client certificates must be signed by (mutual TLS)")
-	fs.StringVar(&tokens, "token", "", "bearer token(s) clients must present, comma-separated (at least 16 characters each)")
+	fs.StringVar(&tokens, "token", "", "bearer token(s) clients and the admin port require, comma-separated (at least 16 characters each); visible in /proc: prefer --token-file")
+	fs.StringVar(&cfg.TokenFile, "token-file", "", "file of bearer tokens, one per line, re-read when it changes (a mounted Secret)")
+	fs.StringVar(&nodeIP, "node-ip", "", "the node's address, added to the self-signed certificate's names (the DaemonSet sets TRIAGE_NODE_IP from status.hostIP)")
+	fs.StringVar(&podIP, "pod-ip", "", "the pod's address, added to the self-signed certificate's names (the DaemonSet sets TRIAGE_POD_IP from status.podIP)")
+	fs.StringVar(&sans, "tls-san", "", "more names or addresses for the self-signed certificate, comma-separated")
 	fs.BoolVar(&cfg.InsecureListenAny, "insecure-listen-any", false, "allow a non-loopback --quic-addr without client authentication")
 	fs.StringVar(&cfg.ExperienceDir, "experience-dir", "", `experience log directory ("" = `+agent.DefaultStateDir+`/experience when writable, "-" = off)`)
 	fs.StringVar(&expSeg, "experience-segment-bytes", "16MiB", "rotate experience segments at this size")
@@ -49,6 +58,8 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.StringVar(&cfg.FlamegraphDir, "flamegraph-dir", "", `flame-graph windows directory ("" = `+agent.DefaultStateDir+`/flamegraphs when writable, "-" = off)`)
 	fs.DurationVar(&cfg.FlamegraphInterval, "flamegraph-interval", agent.DefaultFGInterval, "length of one flame-graph window")
 	fs.Int64Var(&fgMax, "flamegraph-max-bytes", 256<<20, "cap on the flame-graph directory")
+	fs.StringVar(&cfg.FlamegraphUnwind, "flamegraph-unwind", "auto", "how user stacks are walked: auto (stack copies unwound by .eh_frame where the kernel allows, else frame pointers), dwarf, fp")
+	fs.IntVar(&cfg.FlamegraphCacheBytes, "flamegraph-cache-bytes", flamegraph.DefaultMaxCacheBytes, "cap on the symboliser's cache (symbol tables, inline indexes, unwind tables, JIT maps)")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "node name for metrics and node state (\"\" = host name; the DaemonSet sets it from spec.nodeName)")
 	fs.DurationVar(&cfg.BatchWindow, "batch-window", 0, "extra time a decision batch waits for more requests (0 = only what arrived during the previous batch)")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", agent.DefaultMaxBatch, "most tasks in one batched model call")
@@ -60,14 +71,20 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.Float64Var(&minAgreement, "guard-min-agreement", guard.DefaultMinAgreement, "share of the model's ensemble members that must choose its priority, else the guard decides (0: never guard on agreement)")
 	fs.BoolVar(&guardRange, "guard-out-of-range", true, "the guard decides tasks whose state lies outside the feature ranges of the model's training")
 	fs.BoolVar(&cfg.NoEBPF, "no-ebpf", false, "use no eBPF probe: node signals from procfs only")
+	fs.BoolVar(&cfg.ProbeCPUStats, "probe-cpu-stats", false, "measure the probes' in-kernel CPU time (triage_probe_cpu_seconds_total); costs two clock reads per BPF program run")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&logFormat, "log-format", "text", "text (key=value) or json (one object a line)")
 	addConfigFlag(fs)
 	finish := func() error {
-		for _, t := range strings.Split(tokens, ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				cfg.Tokens = append(cfg.Tokens, t)
-			}
+		cfg.Tokens = splitList(tokens)
+		switch tcpAddr {
+		case tcpAddrAuto:
+		case "":
+			cfg.DisableTCP = true
+		default:
+			cfg.TCPAddr = tcpAddr
 		}
+		cfg.CertHosts = append(splitList(nodeIP+","+podIP), splitList(sans)...)
 		var err error
 		if cfg.ExperienceOptions.SegmentBytes, err = parseBytes(expSeg); err != nil {
 			return fmt.Errorf("--experience-segment-bytes: %w", err)
@@ -84,14 +101,29 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 		}
 		cfg.GuardIgnoreRange = !guardRange
 		cfg.FlamegraphMaxBytes = fgMax
-		var lvl slog.Level
-		if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
-			return fmt.Errorf("--log-level: %w", err)
-		}
-		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
-		return nil
+		cfg.Logger, err = newLogger(os.Stderr, logLevel, logFormat)
+		return err
 	}
 	return fs, finish
+}
+
+// tcpAddrAuto is --tcp-addr's default: the QUIC address on TCP.
+const tcpAddrAuto = "auto"
+
+// newLogger is the agent's logger: slog's text or JSON handler at a level.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
 func runAgent(args []string) error {

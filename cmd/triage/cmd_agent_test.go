@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -22,7 +23,8 @@ func TestAgentHelpDocumentsEveryFlag(t *testing.T) {
 	help := out.String()
 	for _, name := range []string{"quic-addr", "admin-addr", "model", "device", "onnxruntime-lib", "config", "client-ca", "token",
 		"tls-cert", "tls-key", "insecure-listen-any", "experience-dir", "flamegraph-dir", "flamegraph-interval", "shadow-model",
-		"batch-window", "workers", "task-timeout", "no-ebpf", "node-name", "guard", "guard-min-agreement", "guard-out-of-range"} {
+		"batch-window", "workers", "task-timeout", "no-ebpf", "node-name", "tcp-addr", "token-file", "admin-tls", "admin-auth-all",
+		"node-ip", "pod-ip", "tls-san", "log-format", "guard", "guard-min-agreement", "guard-out-of-range"} {
 		if !strings.Contains(help, "--"+name+" ") && !strings.Contains(help, "--"+name+"\n") {
 			t.Errorf("help lacks --%s", name)
 		}
@@ -55,32 +57,55 @@ func TestAgentFlagsPrecedence(t *testing.T) {
 	}
 }
 
-// --guard-min-agreement 0 means never on the command line (agent.Config
-// reads 0 as the default); --guard-out-of-range=false keeps the model's
-// decisions outside its training ranges.
-func TestAgentGuardFlags(t *testing.T) {
+// --tcp-addr: auto (the default) follows --quic-addr, "" turns TCP off,
+// anything else is the address; the node and pod addresses reach the
+// self-signed certificate; --log-format picks the handler.
+func TestAgentTransportAndTLSFlags(t *testing.T) {
 	for _, c := range []struct {
-		args        []string
-		guard       string
-		agreement   float64
-		ignoreRange bool
+		env     map[string]string
+		tcp     string
+		disable bool
 	}{
-		{nil, agent.DefaultGuard, guard.DefaultMinAgreement, false},
-		{[]string{"--guard", "gradient2", "--guard-min-agreement", "0.75"}, "gradient2", 0.75, false},
-		{[]string{"--guard-min-agreement", "0", "--guard-out-of-range=false"}, agent.DefaultGuard, -1, true},
-		{[]string{"--guard", "none"}, agent.GuardNone, guard.DefaultMinAgreement, false},
+		{nil, "", false},
+		{map[string]string{"TRIAGE_TCP_ADDR": ""}, "", true},
+		{map[string]string{"TRIAGE_TCP_ADDR": "127.0.0.1:8443"}, "127.0.0.1:8443", false},
 	} {
 		var cfg agent.Config
 		fs, finish := agentFlags(&cfg)
-		if err := parseFlagsFrom(fs, c.args, envOf(nil), filesOf(nil)); err != nil {
+		if err := parseFlagsFrom(fs, nil, envOf(c.env), filesOf(nil)); err != nil {
 			t.Fatal(err)
 		}
 		if err := finish(); err != nil {
 			t.Fatal(err)
 		}
-		if cfg.Guard != c.guard || cfg.GuardMinAgreement != c.agreement || cfg.GuardIgnoreRange != c.ignoreRange {
-			t.Errorf("%v: guard %q agreement %v ignore range %v, want %q %v %v", c.args, cfg.Guard, cfg.GuardMinAgreement, cfg.GuardIgnoreRange, c.guard, c.agreement, c.ignoreRange)
+		if cfg.TCPAddr != c.tcp || cfg.DisableTCP != c.disable {
+			t.Errorf("env %v: TCPAddr %q DisableTCP %v, want %q %v", c.env, cfg.TCPAddr, cfg.DisableTCP, c.tcp, c.disable)
 		}
+	}
+	var cfg agent.Config
+	fs, finish := agentFlags(&cfg)
+	env := map[string]string{"TRIAGE_NODE_IP": "10.0.0.7", "TRIAGE_POD_IP": "10.244.3.9", "TRIAGE_TOKEN_FILE": "/var/run/secrets/triage/token", "TRIAGE_LOG_FORMAT": "json"}
+	if err := parseFlagsFrom(fs, []string{"--tls-san", "triage.example, 192.0.2.4"}, envOf(env), filesOf(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := finish(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.CertHosts, " ") != "10.0.0.7 10.244.3.9 triage.example 192.0.2.4" || cfg.TokenFile != "/var/run/secrets/triage/token" {
+		t.Errorf("CertHosts %v, TokenFile %q", cfg.CertHosts, cfg.TokenFile)
+	}
+	var buf bytes.Buffer
+	log, err := newLogger(&buf, "info", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("triage agent serving", "quic", "127.0.0.1:4433")
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil || line["msg"] != "triage agent serving" || line["quic"] != "127.0.0.1:4433" {
+		t.Errorf("json log line %q: %v", buf.String(), err)
+	}
+	if _, err := newLogger(&buf, "info", "xml"); err == nil {
+		t.Error("--log-format xml accepted")
 	}
 }
 
@@ -148,6 +173,35 @@ func TestDeployConfigIsValidAgentConfig(t *testing.T) {
 		}
 		if cfg.ExperienceDir != "/var/lib/triage/experience" {
 			t.Fatalf("config %d: experience dir %q", i, cfg.ExperienceDir)
+		}
+	}
+}
+
+// --guard-min-agreement 0 means never on the command line (agent.Config
+// reads 0 as the default); --guard-out-of-range=false keeps the model's
+// decisions outside its training ranges.
+func TestAgentGuardFlags(t *testing.T) {
+	for _, c := range []struct {
+		args        []string
+		guard       string
+		agreement   float64
+		ignoreRange bool
+	}{
+		{nil, agent.DefaultGuard, guard.DefaultMinAgreement, false},
+		{[]string{"--guard", "gradient2", "--guard-min-agreement", "0.75"}, "gradient2", 0.75, false},
+		{[]string{"--guard-min-agreement", "0", "--guard-out-of-range=false"}, agent.DefaultGuard, -1, true},
+		{[]string{"--guard", "none"}, agent.GuardNone, guard.DefaultMinAgreement, false},
+	} {
+		var cfg agent.Config
+		fs, finish := agentFlags(&cfg)
+		if err := parseFlagsFrom(fs, c.args, envOf(nil), filesOf(nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := finish(); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Guard != c.guard || cfg.GuardMinAgreement != c.agreement || cfg.GuardIgnoreRange != c.ignoreRange {
+			t.Errorf("%v: guard %q agreement %v ignore range %v, want %q %v %v", c.args, cfg.Guard, cfg.GuardMinAgreement, cfg.GuardIgnoreRange, c.guard, c.agreement, c.ignoreRange)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -26,9 +27,10 @@ const maxDecideInput = 1 << 20
 
 func runDecide(args []string) error {
 	fs := newFlagSet("decide", "send task descriptors to an agent over triage/1 and print its decisions.\n"+
-		"Without --id, reads {\"tasks\":[{\"id\":1,\"class\":\"...\",\"sla_ms\":50,\"cost_ms\":5,\"tenant\":\"...\"}]} from stdin.")
+		"Without --id, reads {\"tasks\":[{\"id\":\"task-1\",\"class\":\"...\",\"sla_ms\":50,\"cost_ms\":5,\"tenant\":\"...\"}]} from stdin\n"+
+		"(an id is a string of 1..128 bytes, or a number).")
 	addr := fs.String("addr", "127.0.0.1:4433", "agent QUIC address (host:port)")
-	id := fs.Uint64("id", 0, "task id (one task from flags; 0 reads JSON tasks from stdin)")
+	id := fs.String("id", "", `task id, 1..128 bytes (one task from flags; "" reads JSON tasks from stdin)`)
 	class := fs.String("class", "", "task class")
 	slaMs := fs.Float64("sla-ms", 0, "task latency objective, milliseconds")
 	costMs := fs.Float64("cost-ms", 0, "expected task cost, milliseconds (0 unknown)")
@@ -47,8 +49,13 @@ func runDecide(args []string) error {
 		return helpIsNotAnError(err)
 	}
 	var tasks []*wire.Task
-	if *id != 0 {
-		tasks = []*wire.Task{{Id: *id, Class: *class, SlaMs: float32(*slaMs), CostMs: float32(*costMs), Tenant: *tenant}}
+	if *id != "" {
+		t, err := taskFromFlag(*id)
+		if err != nil {
+			return err
+		}
+		t.Class, t.SlaMs, t.CostMs, t.Tenant = *class, float32(*slaMs), float32(*costMs), *tenant
+		tasks = []*wire.Task{t}
 	} else {
 		var err error
 		if tasks, err = readTasksJSON(os.Stdin); err != nil {
@@ -94,6 +101,20 @@ func runDecide(args []string) error {
 	return nil
 }
 
+// taskFromFlag is a task with the --id given: a number in its canonical
+// decimal form goes as the numeric id (and comes back as a number in
+// --json), anything else as the string id.
+func taskFromFlag(id string) (*wire.Task, error) {
+	if n, err := strconv.ParseUint(id, 10, 64); err == nil && strconv.FormatUint(n, 10) == id {
+		return &wire.Task{Id: n}, nil
+	}
+	t := &wire.Task{TaskId: id}
+	if err := wire.CheckTaskID(t); err != nil {
+		return nil, fmt.Errorf("--id: %w", err)
+	}
+	return t, nil
+}
+
 // readTasksJSON reads a /v1/decide body, strictly and bounded.
 func readTasksJSON(r io.Reader) ([]*wire.Task, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxDecideInput+1))
@@ -115,7 +136,11 @@ func readTasksJSON(r io.Reader) ([]*wire.Task, error) {
 	if len(req.Tasks) == 0 {
 		return nil, errors.New("tasks on stdin: the list is empty")
 	}
-	return wire.TasksFromJSON(req.Tasks), nil
+	tasks, err := wire.TasksFromJSON(req.Tasks)
+	if err != nil {
+		return nil, fmt.Errorf("tasks on stdin: %w", err)
+	}
+	return tasks, nil
 }
 
 func printDecisions(w io.Writer, tasks []*wire.Task, out wire.DecideResponseJSON) {
@@ -124,7 +149,7 @@ func printDecisions(w io.Writer, tasks []*wire.Task, out wire.DecideResponseJSON
 	fmt.Fprintln(tw, "id\tclass\tsla_ms\tpriority\tq0\tq1\tq2\tq3\tq4\t")
 	for i, d := range out.Decisions {
 		t := tasks[i]
-		fmt.Fprintf(tw, "%d\t%s\t%g\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", d.ID, t.GetClass(), t.GetSlaMs(), d.Priority, d.Q[0], d.Q[1], d.Q[2], d.Q[3], d.Q[4])
+		fmt.Fprintf(tw, "%s\t%s\t%g\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", d.ID.ID, t.GetClass(), t.GetSlaMs(), d.Priority, d.Q[0], d.Q[1], d.Q[2], d.Q[3], d.Q[4])
 	}
 	tw.Flush()
 }

@@ -47,7 +47,7 @@ func TestDecideCommand(t *testing.T) {
 		t.Fatalf("triage decide --id: %v", err)
 	}
 	var resp wire.DecideResponseJSON
-	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &resp); err != nil || len(resp.Decisions) != 1 || resp.Decisions[0].ID != 5 || resp.Model != d.Version() {
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &resp); err != nil || len(resp.Decisions) != 1 || resp.Decisions[0].ID != wire.NumericID(5) || resp.Model != d.Version() {
 		t.Fatalf("--json output %q: %v", out, err)
 	}
 
@@ -61,7 +61,22 @@ func TestDecideCommand(t *testing.T) {
 		t.Fatalf("table output:\n%s", out)
 	}
 
+	// String ids, from the flag and from stdin, come back as given.
+	out, err = runWithStdio(t, "", func() error {
+		return runDecide(append(common, "--id", "order-7f3a", "--sla-ms", "20", "--json"))
+	})
+	if err != nil || !strings.Contains(out, `"id":"order-7f3a"`) {
+		t.Fatalf("--id order-7f3a: %v\n%s", err, out)
+	}
+	out, err = runWithStdio(t, `{"tasks":[{"id":"a1b2c3d4-0000-4000-8000-000000000001","sla_ms":10},{"id":"007","sla_ms":10}]}`, func() error {
+		return runDecide(append(common, "--json"))
+	})
+	if err != nil || !strings.Contains(out, `"id":"a1b2c3d4-0000-4000-8000-000000000001"`) || !strings.Contains(out, `"id":"007"`) {
+		t.Fatalf("string ids on stdin: %v\n%s", err, out)
+	}
+
 	for in, why := range map[string]string{
+		`{"tasks":[{"id":""}]}`:      "bad task id",
 		"":                           "no tasks",
 		"{tasks:1}":                  "not {\"tasks\"",
 		`{"tasks":[]}`:               "empty",

@@ -20,7 +20,7 @@ func init() {
 }
 
 const flamegraphUsage = `usage:
-  triage flamegraph record --duration D [--pid P | --cgroup PATH] [--off-cpu] [--hz 19] --out PREFIX
+  triage flamegraph record --duration D [--pid P | --cgroup PATH] [--off-cpu] [--hz 19] [--unwind auto|dwarf|fp] --out PREFIX
   triage flamegraph render IN.pb.gz --out PREFIX [--sample-type T]
   triage flamegraph diff A.pb.gz B.pb.gz --out PREFIX      (also: triage flamegraph --diff A B --out PREFIX)`
 
@@ -52,6 +52,9 @@ func runFlamegraphRecord(args []string) error {
 	minBlock := fs.Duration("min-block", time.Millisecond, "shortest off-CPU interval recorded")
 	preempted := fs.Bool("off-cpu-preempted", false, "off-CPU also counts preempted tasks (run-queue wait), not only tasks that blocked")
 	hook := fs.String("off-cpu-hook", "", "force the sched_switch hook: tp_btf, raw_tp or tracepoint (default: the first that works)")
+	unwindFlag := fs.String("unwind", "auto", "how user stacks are walked: auto (stack copies unwound by .eh_frame where the kernel allows, else frame pointers), dwarf, fp")
+	stackCopy := fs.Uint("stack-copy-bytes", 16<<10, "user stack copied per sample in dwarf mode (at most 32768)")
+	cacheBytes := fs.Int("symbol-cache-bytes", flamegraph.DefaultMaxCacheBytes, "cap on symbol tables, inline indexes, unwind tables and JIT maps held")
 	out := fs.String("out", "flamegraph", "output file `prefix`")
 	title := fs.String("title", "", "SVG title (default: what was recorded, and when)")
 	addConfigFlag(fs)
@@ -67,7 +70,19 @@ func runFlamegraphRecord(args []string) error {
 	if *duration <= 0 {
 		return errors.New("--duration must be positive")
 	}
-	cfg := profiling.Config{Profiler: bpf.ProfilerOptions{FrequencyHz: *hz, PID: uint32(*pid), OffCPU: *offCPU, OffCPUHook: *hook, OffCPUPreempted: *preempted, MinBlock: *minBlock}}
+	mode, err := profiling.ParseUnwindMode(*unwindFlag)
+	if err != nil {
+		return err
+	}
+	if *stackCopy == 0 || *stackCopy > bpf.MaxStackCopyBytes || *cacheBytes <= 0 {
+		return fmt.Errorf("--stack-copy-bytes must be in 1..%d and --symbol-cache-bytes positive", bpf.MaxStackCopyBytes)
+	}
+	cfg := profiling.Config{
+		Profiler: bpf.ProfilerOptions{FrequencyHz: *hz, PID: uint32(*pid), OffCPU: *offCPU, OffCPUHook: *hook, OffCPUPreempted: *preempted,
+			MinBlock: *minBlock, StackCopyBytes: uint32(*stackCopy)},
+		Symbolizer: flamegraph.SymbolizerConfig{MaxCacheBytes: *cacheBytes},
+		Unwind:     mode,
+	}
 	if *cgroup != "" {
 		id, level, err := bpf.CgroupFromPath(*cgroup)
 		if err != nil {
@@ -90,6 +105,9 @@ func runFlamegraphRecord(args []string) error {
 	}
 	if res.Lost > 0 {
 		fmt.Fprintf(os.Stderr, "warning: %d samples dropped (kernel maps full)\n", res.Lost)
+	}
+	for reason, n := range rec.UnwindFallbacks() {
+		fmt.Fprintf(os.Stderr, "note: %d samples partly walked by frame pointers (%s); see the profile's comments\n", n, reason)
 	}
 	what := "every process"
 	if *pid != 0 {

@@ -110,7 +110,7 @@ func (b *Policy) Decide(_ context.Context, tasks []*wire.Task) ([]*wire.Decision
 	for i := range out {
 		q := qs[i*policy.NumActions : (i+1)*policy.NumActions : (i+1)*policy.NumActions]
 		copy(q, out[i].Q[:])
-		msgs[i].Id, msgs[i].Priority, msgs[i].Q = tasks[i].GetId(), uint32(out[i].Priority), q
+		msgs[i].Id, msgs[i].TaskId, msgs[i].Priority, msgs[i].Q = tasks[i].GetId(), tasks[i].GetTaskId(), uint32(out[i].Priority), q
 		res[i] = &msgs[i]
 	}
 	return res, b.decider.Version(), st.GetEpoch(), nil

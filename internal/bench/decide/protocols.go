@@ -28,7 +28,8 @@ type caller interface {
 
 type env struct {
 	quicAddr string
-	grpcAddr string
+	tcpAddr  string // the agent endpoint's TCP port: JSON over HTTP/1.1 and HTTP/2, gRPC
+	grpcAddr string // a standalone gRPC server on the same call path
 	ccfg     client.Config
 }
 
@@ -68,12 +69,14 @@ func (n *nativeCaller) decide(ctx context.Context, tasks []*wire.Task) (int, err
 
 func (n *nativeCaller) close() { n.c.Close(); n.tr.Close() }
 
-// h3: POST /v1/decide with JSON over HTTP/3.
-type h3Caller struct {
-	hc  *http.Client
-	rt  *http3.Transport
-	tr  *quic.Transport
-	url string
+// jsonCaller: POST /v1/decide with JSON, over HTTP/3 (h3) or over the
+// agent's TCP port (http1, http2). One connection per caller: the
+// transports are limited to one connection per host, so HTTP/1.1 calls
+// queue on it as an HTTP/1.1 client's would, and HTTP/2 calls multiplex.
+type jsonCaller struct {
+	hc      *http.Client
+	closeFn func()
+	url     string
 }
 
 func newH3(ctx context.Context, e env, bc *byteCounter) (caller, error) {
@@ -91,21 +94,47 @@ func newH3(ctx context.Context, e env, bc *byteCounter) (caller, error) {
 			return tr.Dial(ctx, ua, tc, qc)
 		},
 	}
-	h := &h3Caller{hc: &http.Client{Transport: rt}, rt: rt, tr: tr, url: "https://" + e.quicAddr + "/v1/decide"}
-	// Connect now, so the handshake is not in the first latency sample.
-	if _, err := h.decide(ctx, []*wire.Task{{Id: 1, SlaMs: 10}}); err != nil {
+	return connectJSON(ctx, &jsonCaller{hc: &http.Client{Transport: rt}, closeFn: func() { rt.Close(); tr.Close() }, url: "https://" + e.quicAddr + "/v1/decide"})
+}
+
+// newTCPJSON is JSON over the agent's TCP port with ALPN alpn ("http/1.1" or "h2").
+func newTCPJSON(alpn string) func(context.Context, env, *byteCounter) (caller, error) {
+	return func(ctx context.Context, e env, bc *byteCounter) (caller, error) {
+		rt := &http.Transport{
+			TLSClientConfig: e.ccfg.TLSConfig("localhost", alpn),
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				var d net.Dialer
+				c, err := d.DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return countingConn{Conn: c, c: bc}, nil
+			},
+			MaxConnsPerHost:     1,
+			MaxIdleConnsPerHost: 1,
+			Protocols:           new(http.Protocols),
+		}
+		if alpn == "h2" {
+			rt.Protocols.SetHTTP2(true)
+		} else {
+			rt.Protocols.SetHTTP1(true)
+		}
+		return connectJSON(ctx, &jsonCaller{hc: &http.Client{Transport: rt}, closeFn: rt.CloseIdleConnections, url: "https://" + e.tcpAddr + "/v1/decide"})
+	}
+}
+
+// connectJSON makes the first call now, so the handshake is not in the
+// first latency sample.
+func connectJSON(ctx context.Context, h *jsonCaller) (caller, error) {
+	if _, err := h.decide(ctx, []*wire.Task{{TaskId: "warm-up", SlaMs: 10}}); err != nil {
 		h.close()
 		return nil, err
 	}
 	return h, nil
 }
 
-func (h *h3Caller) decide(ctx context.Context, tasks []*wire.Task) (int, error) {
-	req := wire.DecideRequestJSON{Tasks: make([]wire.TaskJSON, len(tasks))}
-	for i, t := range tasks {
-		req.Tasks[i] = wire.TaskJSON{ID: t.GetId(), Class: t.GetClass(), SLAMs: t.GetSlaMs(), CostMs: t.GetCostMs(), Tenant: t.GetTenant()}
-	}
-	body, err := json.Marshal(&req)
+func (h *jsonCaller) decide(ctx context.Context, tasks []*wire.Task) (int, error) {
+	body, err := json.Marshal(&wire.DecideRequestJSON{Tasks: wire.TasksToJSON(tasks)})
 	if err != nil {
 		return 0, err
 	}
@@ -133,16 +162,26 @@ func (h *h3Caller) decide(ctx context.Context, tasks []*wire.Task) (int, error) 
 	return len(out.Decisions), nil
 }
 
-func (h *h3Caller) close() { h.rt.Close(); h.tr.Close() }
+func (h *jsonCaller) close() { h.closeFn() }
 
-// grpc: the same protobuf DecideRequest, unary call over HTTP/2 on TLS 1.3 TCP.
+// grpc: the same protobuf DecideRequest, unary call over HTTP/2 on TLS 1.3
+// TCP, to a gRPC server with gRPC's own transport (grpc) or to the agent's
+// TCP port, which shares HTTP/2 with the JSON API (grpc-agent).
 type grpcCaller struct {
 	cc *grpc.ClientConn
 }
 
 func newGRPC(ctx context.Context, e env, bc *byteCounter) (caller, error) {
+	return dialGRPC(ctx, e.grpcAddr, e, bc)
+}
+
+func newGRPCAgent(ctx context.Context, e env, bc *byteCounter) (caller, error) {
+	return dialGRPC(ctx, e.tcpAddr, e, bc)
+}
+
+func dialGRPC(ctx context.Context, addr string, e env, bc *byteCounter) (caller, error) {
 	creds := credentials.NewTLS(e.ccfg.TLSConfig("localhost", "h2"))
-	cc, err := grpc.NewClient("passthrough:///"+e.grpcAddr,
+	cc, err := grpc.NewClient("passthrough:///"+addr,
 		grpc.WithTransportCredentials(creds),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			var d net.Dialer
@@ -156,7 +195,7 @@ func newGRPC(ctx context.Context, e env, bc *byteCounter) (caller, error) {
 		return nil, err
 	}
 	g := &grpcCaller{cc: cc}
-	if _, err := g.decide(ctx, []*wire.Task{{Id: 1, SlaMs: 10}}); err != nil {
+	if _, err := g.decide(ctx, []*wire.Task{{TaskId: "warm-up", SlaMs: 10}}); err != nil {
 		cc.Close()
 		return nil, err
 	}

@@ -1,5 +1,6 @@
-// Package decide is `triage bench decide`: an agent endpoint, a gRPC
-// server over the same backend, and N clients of each protocol in one
+// Package decide is `triage bench decide`: an agent endpoint (QUIC: native
+// and HTTP/3; TCP: JSON over HTTP/1.1 and HTTP/2, and gRPC), a standalone
+// gRPC server on the same call path, and N clients of each protocol in one
 // process over loopback, measured side by side in one run.
 package decide
 
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,7 +33,7 @@ type Options struct {
 	Rate      int           // total requests/s of the paced batch-1 cells; default 5000
 	Batches   []int         // default {1, 64}; batch 1 is paced at Rate, larger ones run closed-loop
 	InFlight  int           // concurrent calls per connection in the closed-loop cells; default 4
-	Protocols []string      // subset of "native", "h3", "grpc"; default all
+	Protocols []string      // subset of ProtocolOrder; default all
 	Decider   policy.Decider
 	Logger    *slog.Logger
 }
@@ -64,10 +66,13 @@ type Result struct {
 
 var factories = map[string]func(context.Context, env, *byteCounter) (caller, error){
 	"native": newNative, "h3": newH3, "grpc": newGRPC,
+	"http1": newTCPJSON("http/1.1"), "http2": newTCPJSON("h2"), "grpc-agent": newGRPCAgent,
 }
 
-// ProtocolOrder is the order cells are run and printed in.
-var ProtocolOrder = []string{"native", "h3", "grpc"}
+// ProtocolOrder is the order cells are run and printed in: the QUIC
+// protocols, gRPC with its own transport, then what the agent's TCP port
+// serves (gRPC sharing HTTP/2 with JSON, JSON over HTTP/2 and HTTP/1.1).
+var ProtocolOrder = []string{"native", "h3", "grpc", "grpc-agent", "http2", "http1"}
 
 func (o *Options) defaults() error {
 	if o.Clients <= 0 {
@@ -93,7 +98,7 @@ func (o *Options) defaults() error {
 	}
 	for _, p := range o.Protocols {
 		if factories[p] == nil {
-			return fmt.Errorf("unknown protocol %q (have native, h3, grpc)", p)
+			return fmt.Errorf("unknown protocol %q (have %s)", p, strings.Join(ProtocolOrder, ", "))
 		}
 	}
 	for _, b := range o.Batches {
@@ -132,10 +137,7 @@ func Run(ctx context.Context, o Options, progress func(Cell)) (*Result, error) {
 	defer srv.Close()
 	go srv.Serve()
 
-	gs, err := serve.NewGRPCServer(be, srv.Certificate(), 1024)
-	if err != nil {
-		return nil, err
-	}
+	gs := srv.StandaloneGRPC()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("gRPC listener: %w", err)
@@ -143,7 +145,7 @@ func Run(ctx context.Context, o Options, progress func(Cell)) (*Result, error) {
 	go gs.Serve(ln)
 	defer gs.Stop()
 
-	e := env{quicAddr: srv.Addr().String(), grpcAddr: ln.Addr().String(),
+	e := env{quicAddr: srv.Addr().String(), tcpAddr: srv.TCPAddr().String(), grpcAddr: ln.Addr().String(),
 		ccfg: client.Config{PinSHA256: srv.Fingerprint(), Logger: o.Logger}}
 	res := &Result{Model: o.Decider.Version(), Decider: fmt.Sprintf("%T", o.Decider), Duration: o.Duration.String()}
 	for _, batch := range o.Batches {

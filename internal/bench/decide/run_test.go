@@ -14,8 +14,8 @@ func TestRunAllProtocols(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Cells) != 6 {
-		t.Fatalf("%d cells, want 6", len(res.Cells))
+	if want := 2 * len(ProtocolOrder); len(res.Cells) != want {
+		t.Fatalf("%d cells, want %d", len(res.Cells), want)
 	}
 	for _, c := range res.Cells {
 		t.Logf("%+v", c)
@@ -59,3 +59,8 @@ func benchProtocol(b *testing.B, proto string, batch int) {
 func BenchmarkDecideNative64(b *testing.B) { benchProtocol(b, "native", 64) }
 func BenchmarkDecideGRPC64(b *testing.B)   { benchProtocol(b, "grpc", 64) }
 func BenchmarkDecideH3_64(b *testing.B)    { benchProtocol(b, "h3", 64) }
+func BenchmarkDecideHTTP2_64(b *testing.B) { benchProtocol(b, "http2", 64) }
+func BenchmarkDecideHTTP1_64(b *testing.B) { benchProtocol(b, "http1", 64) }
+func BenchmarkDecideGRPCAgent64(b *testing.B) {
+	benchProtocol(b, "grpc-agent", 64)
+}

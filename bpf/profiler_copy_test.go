@@ -1,0 +1,110 @@
+package bpf
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestProfilerCopiesUserStacks samples this process in copy mode: records
+// carry its registers, a user stack copy that starts at SP, and the
+// kernel's frame-pointer walk; once the process is marked frame-pointer
+// sound its samples are counted instead of copied.
+func TestProfilerCopiesUserStacks(t *testing.T) {
+	requireBPF(t)
+	self := uint32(os.Getpid())
+	p, err := OpenProfiler(ProfilerOptions{FrequencyHz: 499, PID: self, CopyUserStacks: true, StackCopyBytes: 8192})
+	if err != nil {
+		t.Fatalf("OpenProfiler: %v", err)
+	}
+	defer p.Close()
+	rd, err := p.CopyReader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { spin(400 * time.Millisecond); close(done) }()
+	var c StackCopy
+	got, withStack := 0, 0
+	var startNs uint64
+	for deadline := time.Now().Add(15 * time.Second); got < 40 && time.Now().Before(deadline); {
+		rd.SetDeadline(time.Now().Add(200 * time.Millisecond))
+		if err := rd.Read(&c); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				continue
+			}
+			t.Fatalf("Read: %v", err)
+		}
+		got++
+		if c.Tgid != self {
+			t.Fatalf("pid filter leaked tgid %d (%s)", c.Tgid, c.Comm)
+		}
+		if c.SP == 0 || c.IP == 0 || c.StartNs == 0 {
+			t.Fatalf("record without registers: %+v", c)
+		}
+		if len(c.Stack) > 8192 {
+			t.Fatalf("stack copy of %d bytes with a limit of 8192", len(c.Stack))
+		}
+		if len(c.Stack) > 0 {
+			withStack++
+		}
+		// Both come from the same saved user registers, whether the
+		// sample hit user code or a syscall.
+		if len(c.UserFP) == 0 || c.UserFP[0] != c.IP {
+			t.Fatalf("user frame-pointer walk %x does not start at ip 0x%x", c.UserFP, c.IP)
+		}
+		startNs = c.StartNs
+	}
+	<-done
+	if got < 40 || withStack < got/2 {
+		t.Fatalf("%d records, %d with stack bytes; want >= 40, most with bytes", got, withStack)
+	}
+	// Marked frame-pointer sound: counted by the kernel, no more copies.
+	if err := p.SetFramePointerSound(self, startNs); err != nil {
+		t.Fatal(err)
+	}
+	for rd.SetDeadline(time.Now().Add(50 * time.Millisecond)); rd.Read(&c) == nil; rd.SetDeadline(time.Now().Add(50 * time.Millisecond)) {
+	}
+	if _, err := p.Drain(); err != nil {
+		t.Fatal(err)
+	}
+	spin(200 * time.Millisecond)
+	w, err := p.Drain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted uint64
+	for _, s := range w.OnCPU {
+		counted += s.Value
+	}
+	rd.SetDeadline(time.Now().Add(50 * time.Millisecond))
+	if err := rd.Read(&c); err == nil {
+		t.Fatalf("a copy arrived after the process was marked frame-pointer sound: %+v", c.Pid)
+	}
+	if counted < 20 {
+		t.Fatalf("only %d counted samples after the mark", counted)
+	}
+	st, err := p.Stats()
+	if err != nil || len(st) != 1 || st[0].Name != "profile_sample_copy" {
+		t.Fatalf("stats %+v, %v", st, err)
+	}
+}
+
+func TestProfilerCopyOptions(t *testing.T) {
+	requireBPF(t)
+	if _, err := OpenProfiler(ProfilerOptions{CopyUserStacks: true, StackCopyBytes: MaxStackCopyBytes + 1}); !errors.Is(err, ErrBadCopyOption) {
+		t.Fatalf("copy over the max: %v", err)
+	}
+	if _, err := OpenProfiler(ProfilerOptions{CopyUserStacks: true, CopyRingBytes: 3 << 20}); !errors.Is(err, ErrBadCopyOption) {
+		t.Fatalf("ring not a power of two: %v", err)
+	}
+	p, err := OpenProfiler(ProfilerOptions{PID: uint32(os.Getpid())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.CopyReader(); !errors.Is(err, ErrNoCopies) {
+		t.Fatalf("frame-pointer mode has a copy reader: %v", err)
+	}
+}

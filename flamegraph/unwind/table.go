@@ -1,0 +1,218 @@
+package unwind
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"unsafe"
+)
+
+// Table is the unwind table of one binary: rows sorted by address, in the
+// binary's own virtual addresses (the caller turns a process address into
+// one with the mapping's offset, as for symbols). Rows are kept as 12-byte
+// records with the address relative to the first row (node's 372k rows take
+// 4.3 MiB).
+type Table struct {
+	base uint64
+	rows []packedRow
+	// Skipped counts FDEs that could not be read (a bad CIE or FDE body, an
+	// FDE overlapping another); their code has no row and unwinds by frame
+	// pointer.
+	Skipped int
+}
+
+type packedRow struct {
+	pc           uint32 // PC - base
+	cfaOff       int32
+	rbpOff       int16
+	kind         Kind
+	pltThreshold uint8
+}
+
+func (p packedRow) row(base uint64) Row {
+	return Row{PC: base + uint64(p.pc), CFAOff: p.cfaOff, RBPOff: p.rbpOff, Kind: p.kind, PLTThreshold: p.pltThreshold}
+}
+
+// rowBytes is the size of one row in memory.
+const rowBytes = int(unsafe.Sizeof(packedRow{}))
+
+// ErrTooLarge means a table would be larger than the cap given to the
+// builder; the binary then unwinds by frame pointer.
+var ErrTooLarge = errors.New("unwind table over its size cap")
+
+// Bytes is the table's memory footprint, for the symboliser's cache budget.
+func (t *Table) Bytes() int {
+	if t == nil {
+		return 0
+	}
+	return cap(t.rows)*rowBytes + int(unsafe.Sizeof(*t))
+}
+
+// Len is the number of rows.
+func (t *Table) Len() int { return len(t.rows) }
+
+// Rows returns a copy of the rows (for tests and tools).
+func (t *Table) Rows() []Row {
+	out := make([]Row, len(t.rows))
+	for i, r := range t.rows {
+		out[i] = r.row(t.base)
+	}
+	return out
+}
+
+// Lookup returns the row in force at vaddr; ok is false where no FDE covers
+// it.
+func (t *Table) Lookup(vaddr uint64) (Row, bool) {
+	if t == nil {
+		return Row{}, false
+	}
+	if vaddr < t.base || vaddr-t.base >= 1<<32 {
+		return Row{}, false
+	}
+	pc := uint32(vaddr - t.base)
+	rows := t.rows
+	i := sort.Search(len(rows), func(i int) bool { return rows[i].pc > pc }) - 1
+	if i < 0 || rows[i].kind == KindNone {
+		return Row{}, false
+	}
+	return rows[i].row(t.base), true
+}
+
+// CFI is one section of call frame information to build a table from.
+type CFI struct {
+	Kind Section
+	Data []byte
+	Addr uint64 // virtual address of Data[0] (.debug_frame: 0, unused)
+}
+
+// Build compiles the given sections into one table of at most maxBytes
+// (0: no cap). Sections earlier in the list win where FDEs overlap, so pass
+// .eh_frame before .debug_frame: the former is what the program's own
+// exception handling uses, the latter may describe a stripped copy.
+func Build(sections []CFI, maxBytes int) (*Table, error) {
+	maxRows := int(^uint(0) >> 1)
+	if maxBytes > 0 {
+		maxRows = maxBytes / rowBytes
+	}
+	var fdes []fde
+	var ranges []pcRange // covered ranges of earlier sections
+	t := &Table{}
+	var parseErrs []error
+	for _, sec := range sections {
+		var mine []pcRange
+		skipped, err := parseFDEs(sec.Data, sec.Kind, sec.Addr, func(f fde) error {
+			if overlaps(ranges, f.begin, f.end) {
+				return nil
+			}
+			// Each FDE gives at least one row: a cap on rows caps FDEs.
+			if len(fdes) >= maxRows {
+				return ErrTooLarge
+			}
+			fdes = append(fdes, f)
+			mine = append(mine, pcRange{f.begin, f.end})
+			return nil
+		})
+		t.Skipped += skipped
+		if errors.Is(err, ErrTooLarge) {
+			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, maxBytes)
+		}
+		if err != nil {
+			parseErrs = append(parseErrs, err)
+		}
+		sort.Slice(mine, func(i, j int) bool { return mine[i].begin < mine[j].begin })
+		ranges = mergeRanges(ranges, mine)
+	}
+	sort.SliceStable(fdes, func(i, j int) bool { return fdes[i].begin < fdes[j].begin })
+	in := &interp{maxRows: maxRows}
+	var end uint64
+	for i, f := range fdes {
+		if i > 0 && f.begin < end {
+			t.Skipped++ // overlaps the previous FDE of the same section
+			continue
+		}
+		if i > 0 && f.begin > end {
+			if err := in.emitRow(Row{PC: end, Kind: KindNone}); err != nil {
+				return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, maxBytes)
+			}
+		}
+		n := len(in.rows)
+		if err := in.rowsForFDE(f); err != nil {
+			if errors.Is(err, errRowLimit) {
+				return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, maxBytes)
+			}
+			in.rows = in.rows[:n]
+			t.Skipped++
+			if len(in.rows) > 0 && in.rows[len(in.rows)-1].Kind != KindNone && i > 0 {
+				// The FDE's range has no rule: mark it as a gap, not as
+				// the previous function's last rule.
+				if err := in.emitRow(Row{PC: f.begin, Kind: KindNone}); err != nil {
+					return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, maxBytes)
+				}
+			}
+		}
+		end = f.end
+	}
+	if len(in.rows) > 0 {
+		if err := in.emitRow(Row{PC: end, Kind: KindNone}); err != nil {
+			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, maxBytes)
+		}
+	}
+	if len(in.rows) == 0 && len(parseErrs) > 0 {
+		return nil, errors.Join(parseErrs...)
+	}
+	if len(in.rows) > 0 {
+		t.base = in.rows[0].PC
+		if span := in.rows[len(in.rows)-1].PC - t.base; span >= 1<<32 {
+			return nil, fmt.Errorf("%w: code spans %d GiB", ErrTooLarge, span>>30)
+		}
+	}
+	t.rows = make([]packedRow, len(in.rows))
+	for i, r := range in.rows {
+		t.rows[i] = packedRow{uint32(r.PC - t.base), r.CFAOff, r.RBPOff, r.Kind, r.PLTThreshold}
+	}
+	return t, nil
+}
+
+// emitRow appends a row as is (gaps), merging with a row at the same PC.
+func (in *interp) emitRow(row Row) error {
+	if n := len(in.rows); n > 0 {
+		if last := &in.rows[n-1]; last.PC == row.PC {
+			*last = row
+			return nil
+		} else if last.sameRule(row) {
+			return nil
+		}
+	}
+	if len(in.rows) >= in.maxRows {
+		return errRowLimit
+	}
+	in.rows = append(in.rows, row)
+	return nil
+}
+
+type pcRange struct{ begin, end uint64 }
+
+// overlaps reports whether [begin, end) meets any of the sorted, disjoint
+// ranges.
+func overlaps(rs []pcRange, begin, end uint64) bool {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].end > begin })
+	return i < len(rs) && rs[i].begin < end
+}
+
+func mergeRanges(a, b []pcRange) []pcRange {
+	if len(b) == 0 {
+		return a
+	}
+	all := append(append([]pcRange(nil), a...), b...)
+	sort.Slice(all, func(i, j int) bool { return all[i].begin < all[j].begin })
+	out := all[:1]
+	for _, r := range all[1:] {
+		last := &out[len(out)-1]
+		if r.begin <= last.end {
+			last.end = max(last.end, r.end)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
