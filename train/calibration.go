@@ -141,7 +141,21 @@ func ParseCalibration(b []byte) (*Calibration, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	c.monotone()
 	return &c, nil
+}
+
+// monotone makes each slowdown at least the one of the level below it:
+// more contention never speeds a task up, so a measured dip (0.9998 after
+// 1.0003 on an idle pair of CPUs) is noise, and a simulated task must not
+// get faster as neighbours start.
+func (c *Calibration) monotone() {
+	for i := 1; i < len(c.CPU); i++ {
+		c.CPU[i].Slowdown = max(c.CPU[i].Slowdown, c.CPU[i-1].Slowdown)
+	}
+	for i := 1; i < len(c.IO); i++ {
+		c.IO[i].Slowdown = max(c.IO[i].Slowdown, c.IO[i-1].Slowdown)
+	}
 }
 
 func badCal(format string, args ...any) error {
@@ -218,7 +232,7 @@ func (c *Calibration) CPUAt(load float64) CPULevel {
 	case !(load > 0):
 		return CPULevel{RunqP50Us: c.Idle.RunqP50Us, RunqP99Us: c.Idle.RunqP99Us,
 			RunqP50Sigma: first.RunqP50Sigma, RunqP99Sigma: first.RunqP99Sigma, CPUUtil: c.Idle.CPUUtil, Slowdown: 1}
-	case load <= first.ThreadsPerCPU:
+	case load < first.ThreadsPerCPU:
 		f := load / first.ThreadsPerCPU
 		out := first
 		out.ThreadsPerCPU = load

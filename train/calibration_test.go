@@ -3,6 +3,8 @@ package train
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,5 +81,33 @@ func TestCalibrationInterpolates(t *testing.T) {
 	}
 	if got := c.IOAt(0); got.Slowdown != c.IO[0].Slowdown {
 		t.Errorf("IOAt(0) = %+v", got)
+	}
+}
+
+// The simulator's signals at each calibrated load are the measured ones:
+// its median within 15% of the measured median, and its slowdown the
+// measured slowdown. A change to the signal synthesis that drifts from the
+// calibration (another window, a unit slip) fails here.
+func TestSimulatedSignalsFollowTheCalibration(t *testing.T) {
+	cal := DefaultCalibration()
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 0.15*want {
+			t.Errorf("%s: simulated median %.1f, measured %.1f", what, got, want)
+		}
+	}
+	for _, l := range cal.CPU {
+		s := SimulateCPULevel(cal, l.ThreadsPerCPU, 400, 1)
+		near(fmt.Sprintf("runq p50 at %.2f threads/CPU", l.ThreadsPerCPU), s.RunqP50Us.P50, l.RunqP50Us)
+		near(fmt.Sprintf("runq p99 at %.2f threads/CPU", l.ThreadsPerCPU), s.RunqP99Us.P50, l.RunqP99Us)
+		near(fmt.Sprintf("slowdown at %.2f threads/CPU", l.ThreadsPerCPU), s.Slowdown, l.Slowdown)
+		if !(s.RunqP99Us.P10 <= s.RunqP99Us.P50 && s.RunqP99Us.P50 <= s.RunqP99Us.P90) {
+			t.Errorf("spread out of order at %.2f: %+v", l.ThreadsPerCPU, s.RunqP99Us)
+		}
+	}
+	for _, l := range cal.IO {
+		s := SimulateIOLevel(cal, l.Writers, 400, 1)
+		near(fmt.Sprintf("block-I/O p99 at %d writers", l.Writers), s.BlkioP99Us.P50, l.BlkioP99Us)
+		near(fmt.Sprintf("I/O slowdown at %d writers", l.Writers), s.Slowdown, l.Slowdown)
 	}
 }

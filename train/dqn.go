@@ -212,6 +212,9 @@ type TrainResult struct {
 	BestEpisode []int
 	BestScore   []float64
 	Score       float64
+	// Ranges is the range of every feature over the states training saw
+	// (policy.Metadata.Ranges).
+	Ranges *policy.FeatureRanges
 }
 
 // TrainingReward is what the DQN learns from: the reward of DESIGN.md minus
@@ -248,6 +251,9 @@ type trainer struct {
 
 	idx []int
 	w   []float32
+	// ranges is every state training saw, over all members: the model
+	// carries it so the guard can tell an input outside training.
+	ranges *policy.FeatureRanges
 	// teacher is the demonstrator of the current episode's scenario,
 	// teacherAct its action per task ID, demo whether the behaviour follows it.
 	teacher    Policy
@@ -278,12 +284,12 @@ func TrainDQN(scenarios []*Scenario, cfg DQNConfig) (*TrainResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &TrainResult{Config: cfg}
+	res := &TrainResult{Config: cfg, Ranges: &policy.FeatureRanges{}}
 	var members []*policy.MLP
 	for m := 0; m < cfg.Ensemble; m++ {
 		mc := cfg
 		mc.Seed = cfg.Seed + int64(m)
-		net, curve, ep, score, err := trainMember(scenarios, mc, val, tch, m)
+		net, curve, ep, score, err := trainMember(scenarios, mc, val, tch, m, res.Ranges)
 		if err != nil {
 			return nil, err
 		}
@@ -299,9 +305,9 @@ func TrainDQN(scenarios []*Scenario, cfg DQNConfig) (*TrainResult, error) {
 	return res, nil
 }
 
-func trainMember(scenarios []*Scenario, cfg DQNConfig, val *validator, tch *teachers, member int) (*policy.MLP, []EpisodeStats, int, float64, error) {
+func trainMember(scenarios []*Scenario, cfg DQNConfig, val *validator, tch *teachers, member int, ranges *policy.FeatureRanges) (*policy.MLP, []EpisodeStats, int, float64, error) {
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x64716e))
-	tr := &trainer{cfg: cfg, rng: rng, teachers: tch}
+	tr := &trainer{cfg: cfg, rng: rng, teachers: tch, ranges: ranges}
 	tr.online = newMLP(rng, cfg.Hidden)
 	tr.target = cloneMLP(tr.online)
 	tr.avg = cloneMLP(tr.online)
@@ -478,6 +484,7 @@ func (tr *trainer) episode(sc *Scenario, seed int64) (EpisodeStats, error) {
 		MissingSources: tr.cfg.MissingSources,
 		OnDecide: func(o *Outcome) {
 			states = append(states, o.State)
+			tr.ranges.Observe(o.State)
 			if t, ok := pending[o.ID-1]; ok {
 				delete(pending, o.ID-1)
 				t.Next = o.State

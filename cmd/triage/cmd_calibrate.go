@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -22,9 +23,21 @@ func runCalibrate(args []string) error {
 	dir := fs.String("dir", os.TempDir(), "directory for the fsync'd writers: on the disk whose latency matters")
 	quick := fs.Bool("quick", false, "three levels of each kind and short windows (a smoke test, not a calibration)")
 	noBPF := fs.Bool("no-ebpf", false, "read every signal from procfs")
+	compare := fs.String("compare", "", "measure nothing: print, for this calibration file (\"default\": the embedded one), the measured signals beside what the simulator synthesises from them, as a markdown table")
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return helpIsNotAnError(err)
+	}
+	if *compare != "" {
+		cal := train.DefaultCalibration()
+		if *compare != "default" {
+			var err error
+			if cal, err = train.LoadCalibration(*compare); err != nil {
+				return err
+			}
+		}
+		writeCalibrationComparison(os.Stdout, cal)
+		return nil
 	}
 	cfg := calibrate.Config{Dir: *dir, NoBPF: *noBPF, Progress: func(s string) { fmt.Fprintln(os.Stderr, "measuring", s) }}
 	if *quick {
@@ -64,3 +77,30 @@ func writeCalibrationTable(w *os.File, cal *train.Calibration) {
 		fmt.Fprintf(w, "%7d  %11.0f  %14.2f  %8.2f\n", l.Writers, l.BlkioP99Us, l.WriteMs, l.Slowdown)
 	}
 }
+
+// writeCalibrationComparison prints, per load level, the measured median
+// (± its log-normal sigma across windows) beside the simulator's median
+// and p10–p90 over 400 windows at the same load.
+func writeCalibrationComparison(w io.Writer, cal *train.Calibration) {
+	const samples, seed = 400, 1
+	sim := func(s train.Spread, unit float64) string {
+		return fmt.Sprintf("%.0f [%.0f–%.0f]", s.P50/unit, s.P10/unit, s.P90/unit)
+	}
+	fmt.Fprintf(w, "CPU contention (%d CPUs, kernel %s, measured %s)\n\n", cal.Machine.CPUs, cal.Machine.Kernel, cal.Machine.MeasuredAt)
+	fmt.Fprintln(w, "| threads/CPU | runq p50 µs measured | simulated | runq p99 µs measured | simulated | slowdown measured | simulated |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, l := range cal.CPU {
+		s := train.SimulateCPULevel(cal, l.ThreadsPerCPU, samples, seed)
+		fmt.Fprintf(w, "| %.2f | %.1f (σ %.2f) | %s | %.0f (σ %.2f) | %s | %.2f | %.2f |\n", l.ThreadsPerCPU,
+			l.RunqP50Us, l.RunqP50Sigma, simP50(s.RunqP50Us), l.RunqP99Us, l.RunqP99Sigma, sim(s.RunqP99Us, 1), l.Slowdown, s.Slowdown)
+	}
+	fmt.Fprintln(w, "\nDisk contention (fsync'd writers besides the measured one)")
+	fmt.Fprintln(w, "\n| writers | block-I/O p99 µs measured | simulated | slowdown measured | simulated |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: |")
+	for _, l := range cal.IO {
+		s := train.SimulateIOLevel(cal, l.Writers, samples, seed)
+		fmt.Fprintf(w, "| %d | %.0f (σ %.2f) | %s | %.2f | %.2f |\n", l.Writers, l.BlkioP99Us, l.BlkioP99Sigma, sim(s.BlkioP99Us, 1), l.Slowdown, s.Slowdown)
+	}
+}
+
+func simP50(s train.Spread) string { return fmt.Sprintf("%.1f [%.1f–%.1f]", s.P50, s.P10, s.P90) }

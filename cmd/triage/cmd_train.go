@@ -121,6 +121,9 @@ func runTrain(args []string) error {
 		"ensemble":     strconv.Itoa(len(res.BestEpisode)),
 		"config":       string(cfgJSON),
 	}
+	if !res.Ranges.Empty() {
+		meta.Ranges = res.Ranges
+	}
 	if err := writeModel(*out, res.Net, meta); err != nil {
 		return err
 	}
