@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,8 +29,13 @@ func TestDecideOutcomeExperience(t *testing.T) {
 	ctx := context.Background()
 	const n = 120
 	decided := map[uint64]*wire.Decision{}
+	costs := map[uint64]float64{} // each task's descriptor cost
 	for from := 0; from < n; from += 40 {
-		resp, err := cl.Decide(ctx, tasks(from, 40))
+		batch := tasks(from, 40)
+		for _, task := range batch {
+			costs[task.GetId()] = float64(task.GetCostMs())
+		}
+		resp, err := cl.Decide(ctx, batch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,8 +52,12 @@ func TestDecideOutcomeExperience(t *testing.T) {
 	if got := ta.tracker.len(); got != n {
 		t.Fatalf("queue tracks %d tasks, want %d", got, n)
 	}
+	// The outcomes go back in one report, which the agent finishes in its
+	// order: finishOrder says how far along each task's was.
 	var outs []*wire.Outcome
+	finishOrder := map[uint64]int{}
 	for id := range decided {
+		finishOrder[id] = len(outs)
 		outs = append(outs, &wire.Outcome{Id: id, LatencyMs: 5, SlaMet: id%2 == 0})
 	}
 	outs = append(outs, &wire.Outcome{Id: 999_999, LatencyMs: 1}) // never decided
@@ -71,6 +81,7 @@ func TestDecideOutcomeExperience(t *testing.T) {
 	if r := ta.metric(t, "triage_codec_compression_ratio"); r <= 0 {
 		t.Fatalf("codec ratio = %v", r)
 	}
+	workers := ta.asm.Workers()
 	ta.stop()
 
 	records := 0
@@ -92,16 +103,42 @@ func TestDecideOutcomeExperience(t *testing.T) {
 		}
 		// The states come from agent/state: decided before any outcome, the
 		// class features are neutral and the cost is the descriptor's; the
-		// next state's class statistics hold the reported 5 ms latencies and
-		// its slack is what was left 5 ms after arrival.
+		// next state's class statistics hold the reported 5 ms latencies,
+		// its class p99 over the SLA reads them against the task's own SLA,
+		// and the SLA is the descriptor's still.
 		sla := slaOf(r.Class)
-		if r.State[3] != policy.Neutral[3] || r.State[2] != policy.LogScaleMs(float64(float32(sla)/10)) {
+		if r.State[policy.FeatClassP50] != policy.Neutral[policy.FeatClassP50] || r.State[policy.FeatCost] != policy.LogScaleMs(float64(float32(sla)/10)) {
 			t.Errorf("record %s: decided state %v", r.TaskID, r.State)
 		}
-		if r.Next[3] != policy.LogScaleMs(5) || r.Next[4] != policy.LogScaleMs(5) ||
-			math.Abs(float64(r.Next[1])-(sla-5)/sla) > 1e-6 {
+		if r.Next[policy.FeatClassP50] != policy.LogScaleMs(5) || r.Next[policy.FeatClassP99] != policy.LogScaleMs(5) ||
+			r.Next[policy.FeatSLA] != policy.LogScaleMs(sla) ||
+			math.Abs(float64(r.Next[policy.FeatClassP99OverSLA])-(5/sla)/(1+5/sla)) > 1e-6 {
 			t.Errorf("record %s: next state %v", r.TaskID, r.Next)
 		}
+		// Every feature the agent computes itself (all but the kernel's and
+		// the accelerator's) is what its queue, its backlog per priority,
+		// the descriptor and the reported outcomes say. A task of batch b
+		// was decided behind the 40·b tasks of the batches before it and
+		// their expected work at the priorities they got; its next state
+		// is taken as it finishes, behind the tasks reported after it. No
+		// outcome carried service_ms, so no queueing delay is known.
+		batch := int(id-1) / 40
+		var before []uint64
+		for prev := range decided {
+			if int(prev-1)/40 < batch {
+				before = append(before, prev)
+			}
+		}
+		wantState := agentVector(workers, len(before), backlog(decided, costs, before), sla, math.NaN())
+		checkAgentFeatures(t, "record "+r.TaskID+" decided", r.State, wantState)
+		var after []uint64
+		for later, k := range finishOrder {
+			if k > finishOrder[id] {
+				after = append(after, later)
+			}
+		}
+		wantNext := agentVector(workers, len(after), backlog(decided, costs, after), sla, 5)
+		checkAgentFeatures(t, "record "+r.TaskID+" next", r.Next, wantNext)
 		return nil
 	})
 	if err != nil {
@@ -109,6 +146,47 @@ func TestDecideOutcomeExperience(t *testing.T) {
 	}
 	if records != n {
 		t.Fatalf("%d experience records, want %d", records, n)
+	}
+}
+
+// agentVector is the state vector policy.Vector makes of what the agent
+// knows of a task of tasks(): queue tasks in flight over workers slots with
+// inFlight expected work per priority, the task's SLA and its descriptor's
+// cost (a tenth of the SLA), and its class's service time classMs (NaN:
+// no outcome yet). The kernel features are left unknown: checkAgentFeatures
+// skips them.
+func agentVector(workers, queue int, inFlight [policy.NumActions]float64, sla, classMs float64) policy.State {
+	nan := math.NaN()
+	return policy.Vector(&policy.Inputs{
+		QueueLen: float64(queue), Workers: float64(workers), SLAMs: sla, CostMs: float64(float32(sla) / 10),
+		ClassP50Ms: classMs, ClassP99Ms: classMs, WaitP50Ms: nan, WaitP99Ms: nan, InFlightMs: inFlight,
+		AccelMemFill: nan, RunqP50Us: nan, RunqP99Us: nan, AcceptQueueFill: nan, BlkioP99Us: nan,
+		CPUUtil: nan, RetransFraction: nan, SyscallP99Us: nan,
+	})
+}
+
+// backlog is the expected work (the descriptors' costs) of the given tasks
+// per the priority each was given.
+func backlog(decided map[uint64]*wire.Decision, costs map[uint64]float64, ids []uint64) [policy.NumActions]float64 {
+	var w [policy.NumActions]float64
+	for _, id := range ids {
+		w[decided[id].GetPriority()] += costs[id]
+	}
+	return w
+}
+
+// checkAgentFeatures compares got with want on every feature that comes
+// from the agent, the descriptor or the outcomes, not from the kernel or
+// the accelerator (whose readings the test cannot know).
+func checkAgentFeatures(t *testing.T, what string, got, want policy.State) {
+	t.Helper()
+	for f := range got {
+		if f == policy.FeatAccelMem || slices.Contains(policy.KernelFeatures, f) {
+			continue
+		}
+		if math.Abs(float64(got[f]-want[f])) > 1e-6 {
+			t.Errorf("%s: %s = %v, want %v", what, policy.FeatureNames[f], got[f], want[f])
+		}
 	}
 }
 
@@ -152,7 +230,7 @@ func TestModelReplacedByGarbage(t *testing.T) {
 			t.Fatalf("after garbage: model %q, %d decisions, err %v", resp.GetModel(), len(resp.GetDecisions()), err)
 		}
 	}
-	if ta.metric(t, `triage_model_info{device="cpu",schema="triage.state.v1",version="good-1"}`) != 1 {
+	if ta.metric(t, `triage_model_info{device="cpu",schema="`+policy.StateSchema+`",version="good-1"}`) != 1 {
 		t.Fatal("model_info no longer names the serving model")
 	}
 	if ta.metric(t, "triage_model_reload_last_failure_timestamp_seconds") <= 0 {

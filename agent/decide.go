@@ -155,9 +155,13 @@ func (a *Agent) finished(p *pendingTask, node *nodeSnapshot, now time.Time, late
 	if a.exp == nil {
 		return
 	}
-	// The next state is the same task's as it finishes, against the queue
-	// and the node as they are now.
-	next := a.asm.BuildTask(&node.inputs, &p.desc, a.tracker.len(), now)
+	// The next state is the same task's as it finishes, against the queue,
+	// its backlog per priority and the node as they are now: built as
+	// Decide builds a state, so that a transition's two states agree.
+	qlen, work := a.tracker.load()
+	in := a.asm.TaskInputs(&node.inputs, &p.desc, qlen, now)
+	in.InFlightMs = work
+	next := policy.Vector(&in)
 	rec := experience.Record{
 		UnixNano: now.UnixNano(), TaskID: p.id, Class: truncate(p.desc.Class, experience.MaxStringBytes),
 		State: p.state, Action: p.action, Q: p.q, Reward: float32(reward), Phase: phase.String(),
