@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"sync"
 	"testing"
@@ -29,13 +30,39 @@ func quietLogger() *slog.Logger {
 // set by the test: the endpoint's QUIC, TLS, codec and framing are all real.
 func goBackend() (*backend.Policy, *policy.GoDecider) {
 	d := policy.NewGoDecider(policy.BootstrapMLP(), policy.BootstrapMetadata())
-	st := &wire.NodeState{
-		Epoch: 1, UnixNano: time.Now().UnixNano(),
-		Features:  []float32{0.2, 1, 0.5, 0.5, 0.5, 0, 0.3, 0.6, 0.1, 0.2, 0.4, 0.05},
-		Sources:   []string{"agent", "descriptor", "descriptor", "outcomes", "outcomes", "neutral", "ebpf", "ebpf", "ebpf", "ebpf", "procfs", "ebpf"},
-		RunqP50Us: 12, RunqP99Us: 480, QueueLen: 20, QueueCap: 100, CpuUtil: 0.4, Model: d.Version(), Node: "test-node",
+	return backend.NewPolicy(d, nodeSnapshot(d.Version())), d
+}
+
+// nodeSnapshot is a node state as the agent publishes it: the
+// triage.state.v2 vector of no task (the task features neutral) on a node
+// with 20 tasks in flight over 4 workers, busy CPUs and some queueing
+// delay, each feature with the source the agent names for it.
+func nodeSnapshot(model string) *wire.NodeState {
+	nan := math.NaN()
+	const queueLen, workers = 20, 4
+	vec := policy.Vector(&policy.Inputs{
+		QueueLen: queueLen, Workers: workers, SLAMs: nan, CostMs: nan, ClassP50Ms: nan, ClassP99Ms: nan,
+		AccelMemFill: 0, RunqP50Us: 12, RunqP99Us: 480, AcceptQueueFill: 0.1, BlkioP99Us: 900, CPUUtil: 0.4,
+		RetransFraction: 0.0025, SyscallP99Us: nan, WaitP50Ms: 3, WaitP99Ms: 40,
+	})
+	var sources [policy.NumFeatures]string
+	for f := range sources {
+		sources[f] = "agent" // the queue and the backlogs
 	}
-	return backend.NewPolicy(d, st), d
+	for _, f := range []int{policy.FeatSLA, policy.FeatCost, policy.FeatCostOverSLA} {
+		sources[f] = "descriptor"
+	}
+	for _, f := range []int{policy.FeatClassP50, policy.FeatClassP99, policy.FeatWaitP50, policy.FeatWaitP99, policy.FeatClassP99OverSLA, policy.FeatWaitP99OverSLA} {
+		sources[f] = "outcomes"
+	}
+	for _, f := range policy.KernelFeatures {
+		sources[f] = "ebpf"
+	}
+	sources[policy.FeatCPUUtil], sources[policy.FeatAccelMem] = "procfs", "none"
+	return &wire.NodeState{
+		Epoch: 1, UnixNano: time.Now().UnixNano(), Features: vec[:], Sources: sources[:],
+		RunqP50Us: 12, RunqP99Us: 480, QueueLen: queueLen, QueueCap: workers, CpuUtil: 0.4, Model: model, Node: "test-node",
+	}
 }
 
 type testServer struct {

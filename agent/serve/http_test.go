@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/quic-go/quic-go/http3"
 
 	"github.com/triage-agent/triage/agent/serve"
+	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -78,7 +80,7 @@ func TestHTTP3API(t *testing.T) {
 
 	status, body = doJSON(t, hc, "GET", base+"/v1/state", "", nil)
 	var st wire.NodeStateJSON
-	if status != 200 || json.Unmarshal(body, &st) != nil || st.Epoch != 1 || len(st.Features) != 12 || st.Node != "test-node" {
+	if status != 200 || json.Unmarshal(body, &st) != nil || st.Epoch != 1 || len(st.Features) != policy.NumFeatures || !slices.Equal(st.Features, b.State().GetFeatures()) || len(st.Sources) != policy.NumFeatures || st.Node != "test-node" {
 		t.Fatalf("state: %d %s", status, body)
 	}
 

@@ -210,7 +210,7 @@ func updateState(b *backend.Policy, period time.Duration) (stop func()) {
 				RunqP50Us: old.GetRunqP50Us() + 1, RunqP99Us: old.GetRunqP99Us(), QueueLen: old.GetQueueLen(),
 				QueueCap: old.GetQueueCap(), CpuUtil: old.GetCpuUtil(), Model: old.GetModel(), Node: old.GetNode(),
 			}
-			st.Features[6] = float32(int(old.GetEpoch())%100) / 100
+			st.Features[policy.FeatRunqP50] = float32(int(old.GetEpoch())%100) / 100
 			b.SetState(st)
 		}
 	}()

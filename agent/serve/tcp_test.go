@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/triage-agent/triage/agent/serve"
+	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -183,7 +185,7 @@ func TestGRPCDecider(t *testing.T) {
 		t.Fatalf("ReportOutcomes: %v %v", acc, err)
 	}
 	st := new(wire.NodeState)
-	if err := cc.Invoke(ctx, serve.GRPCStateMethod, &wire.StateRequest{}, st); err != nil || st.GetNode() != "test-node" || len(st.GetFeatures()) != 12 {
+	if err := cc.Invoke(ctx, serve.GRPCStateMethod, &wire.StateRequest{}, st); err != nil || st.GetNode() != "test-node" || len(st.GetFeatures()) != policy.NumFeatures || !slices.Equal(st.GetFeatures(), b.State().GetFeatures()) {
 		t.Fatalf("GetState: %v %v", st, err)
 	}
 
