@@ -30,8 +30,8 @@ func TestPolicyDecidesWithTheNodeState(t *testing.T) {
 		}
 	}
 	// A new snapshot: its node features reach the model, the task's own
-	// features still come from the descriptor, and its epoch comes
-	// back.
+	// features (its SLA, cost and class, and the features relative to its
+	// SLA) still come from the descriptor, and its epoch comes back.
 	node := make([]float32, policy.NumFeatures)
 	for i := range node {
 		node[i] = 0.75
@@ -41,11 +41,20 @@ func TestPolicyDecidesWithTheNodeState(t *testing.T) {
 	if _, _, epoch, err = b.Decide(context.Background(), tasks); err != nil || epoch != 5 {
 		t.Fatalf("epoch %d, %v", epoch, err)
 	}
+	nan := math.NaN()
+	descriptorOnly := policy.Vector(&policy.Inputs{
+		SLAMs: 20, CostMs: 3, QueueLen: nan, Workers: nan, ClassP50Ms: nan, ClassP99Ms: nan,
+		AccelMemFill: nan, RunqP50Us: nan, RunqP99Us: nan, AcceptQueueFill: nan, BlkioP99Us: nan,
+		CPUUtil: nan, RetransFraction: nan, SyscallP99Us: nan, WaitP50Ms: nan, WaitP99Ms: nan,
+	})
 	for f, v := range seen.states[0] {
-		isNode := f == policy.FeatQueue || f >= policy.FeatAccelMem
-		if isNode != (v == 0.75) {
-			t.Errorf("feature %d = %v: node features come from the snapshot, task features from the descriptor", f, v)
+		isNode := f == policy.FeatQueue || (f >= policy.FeatAccelMem && f <= policy.FeatWaitP99)
+		if isNode && v != 0.75 || !isNode && v != descriptorOnly[f] {
+			t.Errorf("feature %s = %v: node features come from the snapshot, task features from the descriptor (%v)", policy.FeatureNames[f], v, descriptorOnly[f])
 		}
+	}
+	if seen.states[0][policy.FeatCostOverSLA] == policy.Neutral[policy.FeatCostOverSLA] {
+		t.Errorf("a 3 ms task with a 20 ms SLA: cost over SLA %v, the neutral value", seen.states[0][policy.FeatCostOverSLA])
 	}
 }
 
