@@ -2,23 +2,28 @@ package policy
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
 
 func TestCheckSchemaSaysWhatDiffers(t *testing.T) {
 	renamed := CurrentMetadata("v", "")
-	renamed.Features[3], renamed.Features[FeatNetOrSyscall] = "class_p50", "retrans"
+	renamed.Features[FeatClassP50], renamed.Features[FeatNetOrSyscall] = "class_p50", "retrans"
 	cases := []struct {
 		name string
 		meta Metadata
 		want []string
 	}{
-		{"other schema name", Metadata{Schema: "triage.state.v1", Features: FeatureNames[:]}, []string{`schema is "triage.state.v1", want "triage.state.v2"`}},
+		{"other schema name", Metadata{Schema: "triage.state.v1", Features: FeatureNames[:]}, []string{`schema is "triage.state.v1", want "` + StateSchema + `"`}},
 		{"renamed features", renamed, []string{`feature 3 is "class_p50", want "class_p50_log"`, `feature 11 is "retrans", want "net_or_syscall"`}},
-		{"one feature short", Metadata{Schema: StateSchema, Features: FeatureNames[:13]}, []string{"13 features, want 14", `missing feature 13 "wait_p99_log"`}},
-		{"one feature more", Metadata{Schema: StateSchema, Features: append(FeatureNames[:], "gpu_temp")}, []string{"15 features, want 14", `extra feature 14 "gpu_temp"`}},
-		{"no features at all", Metadata{Schema: StateSchema}, []string{"0 features, want 14", "and 7 more"}},
+		{"one feature short", Metadata{Schema: StateSchema, Features: FeatureNames[:NumFeatures-1]},
+			[]string{fmt.Sprintf("%d features, want %d", NumFeatures-1, NumFeatures), fmt.Sprintf("missing feature %d %q", NumFeatures-1, FeatureNames[NumFeatures-1])}},
+		{"one feature more", Metadata{Schema: StateSchema, Features: append(FeatureNames[:], "gpu_temp")},
+			[]string{fmt.Sprintf("%d features, want %d", NumFeatures+1, NumFeatures), fmt.Sprintf("extra feature %d \"gpu_temp\"", NumFeatures)}},
+		// The count, then the first 7 of the NumFeatures missing ones: 8 shown.
+		{"no features at all", Metadata{Schema: StateSchema}, []string{fmt.Sprintf("0 features, want %d", NumFeatures),
+			`missing feature 0 "queue_per_worker_log"`, fmt.Sprintf("and %d more", NumFeatures+1-8)}},
 	}
 	for _, c := range cases {
 		err := CheckSchema(c.meta)
