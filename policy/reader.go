@@ -140,6 +140,15 @@ func readModel(b []byte, withGraph bool) (Metadata, *MLP, error) {
 	if !withGraph {
 		return meta, nil, nil
 	}
+	// A model of another schema and another feature count cannot be read
+	// as this build's graph, and the schema is the reason: the answer names
+	// it (a triage.state.v1 model on a v2 agent after an upgrade) rather
+	// than calling the file "not a triage model".
+	if meta.Schema != StateSchema && len(meta.Features) != NumFeatures {
+		if err := CheckSchema(meta); err != nil {
+			return Metadata{}, nil, err
+		}
+	}
 	if !hasGraph {
 		return Metadata{}, nil, fmt.Errorf("%w: no graph", ErrForeignModel)
 	}

@@ -3,6 +3,8 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -59,4 +61,30 @@ func TestLoadRefusesWrongSchema(t *testing.T) {
 		}
 	}
 	t.Logf("wrong schema: %v", err)
+}
+
+// A model of the previous schema, as deployed before the upgrade (the v1
+// default model, 12 features): refused with the schema difference named,
+// from the bytes and when loading, not as a foreign file.
+func TestLoadRefusesAV1Model(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "models", "default-v1.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta, err := ReadMetadata(b); err != nil || meta.Schema != "triage.state.v1" || len(meta.Features) != 12 {
+		t.Fatalf("the v1 model's metadata: %+v, %v", meta, err)
+	}
+	_, _, readErr := ReadONNX(b)
+	_, loadErr := LoadBytes(b, Config{Device: DeviceCPU})
+	for what, err := range map[string]error{"ReadONNX": readErr, "LoadBytes": loadErr} {
+		if !errors.Is(err, ErrSchemaMismatch) {
+			t.Fatalf("%s: error %v, want ErrSchemaMismatch", what, err)
+		}
+		for _, w := range []string{`schema is "triage.state.v1", want "` + StateSchema + `"`, fmt.Sprintf("12 features, want %d", NumFeatures), `feature 0 is "queue_fill", want "queue_per_worker_log"`} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", what, err, w)
+			}
+		}
+	}
+	t.Logf("a v1 model: %v", loadErr)
 }
