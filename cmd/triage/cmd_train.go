@@ -197,7 +197,10 @@ func runFineTune(dir, initPath, out string, seed int64, epochs int, version stri
 	}); err != nil {
 		return fmt.Errorf("reading experience: %w", err)
 	}
-	tuned, st, err := train.FineTune(m, recs, train.DQNConfig{Seed: seed}, epochs)
+	// train.FineTune steps one network: an ensemble is fine-tuned as the
+	// network of its members' mean Q-values (policy.MLP.Mean), the same
+	// Q-values it serves, and comes out a plain model.
+	tuned, st, err := train.FineTune(m.Mean(), recs, train.DQNConfig{Seed: seed}, epochs)
 	if err != nil {
 		return err
 	}
@@ -205,6 +208,9 @@ func runFineTune(dir, initPath, out string, seed int64, epochs int, version stri
 		version = meta.Version + "+ft" + time.Now().UTC().Format("20060102")
 	}
 	nm := policy.CurrentMetadata(version, "fine-tuned from "+meta.Version+" on the experience log "+dir)
+	// The init's training ranges stay with it, so the agent's guard keeps
+	// falling back to its controller outside them after a promotion.
+	nm.Ranges = meta.Ranges
 	nm.Extra = map[string]string{"trainer": "triage train --experience", "init": meta.Version, "records": strconv.Itoa(st.Records), "skipped": strconv.Itoa(st.Skipped), "seed": strconv.FormatInt(seed, 10)}
 	if err := writeModel(out, tuned, nm); err != nil {
 		return err

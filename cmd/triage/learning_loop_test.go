@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/triage-agent/triage/agent"
 	"github.com/triage-agent/triage/client"
 	"github.com/triage-agent/triage/experience"
+	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/defaultmodel"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -102,6 +105,28 @@ func TestExperienceFineTuneShadowPromote(t *testing.T) {
 	cand := filepath.Join(dir, "candidate.onnx")
 	if err := runFineTune(expDir, "../../policy/defaultmodel/model.onnx", cand, 1, 2, "ft-test"); err != nil {
 		t.Fatal(err)
+	}
+
+	// The embedded default is an ensemble with training ranges: the
+	// candidate is its mean network, fine-tuned, and keeps the ranges the
+	// guard reads.
+	initMeta, err := policy.ReadMetadata(defaultmodel.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	candBytes, err := os.ReadFile(cand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	candNet, candMeta, err := policy.ReadONNX(candBytes)
+	if err != nil || policy.CheckSchema(candMeta) != nil {
+		t.Fatalf("candidate: %v / schema %v", err, policy.CheckSchema(candMeta))
+	}
+	if initMeta.Ranges == nil || candMeta.Ranges == nil || candMeta.Ranges.Lo != initMeta.Ranges.Lo || candMeta.Ranges.Hi != initMeta.Ranges.Hi {
+		t.Errorf("candidate feature ranges %+v, want the init's %+v", candMeta.Ranges, initMeta.Ranges)
+	}
+	if candNet.NumMembers() != 1 {
+		t.Errorf("candidate has %d members, want the plain network fine-tuning makes", candNet.NumMembers())
 	}
 
 	a, cl2, stop2 := runTestAgent(t, agent.Config{ExperienceDir: "-", ShadowModelPath: cand})
