@@ -34,8 +34,8 @@ func TestBatcherSharesCallsAndRoutesAnswers(t *testing.T) {
 			states := make([]policy.State, 3)
 			for i := range states {
 				states[i] = policy.Neutral
-				states[i][1] = float32(c) / callers // slack differs per caller
-				states[i][2] = float32(i) / 3
+				states[i][policy.FeatSLA] = float32(c) / callers // the SLA differs per caller
+				states[i][policy.FeatCost] = float32(i) / 3
 			}
 			out := make([]policy.Decision, 3)
 			v, err := b.decide(context.Background(), states, out)

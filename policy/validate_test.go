@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -30,13 +31,13 @@ func TestDecideRefusesBadStates(t *testing.T) {
 	for name, d := range deciders {
 		for _, c := range cases {
 			states := []State{Neutral, Neutral, Neutral}
-			states[2][6] = c.value
+			states[2][FeatRunqP50] = c.value
 			out := make([]Decision, len(states))
 			err := d.Decide(states, out)
 			if !errors.Is(err, ErrBadState) {
 				t.Fatalf("%s, value %v: error %v, want ErrBadState", name, c.value, err)
 			}
-			want := "task 2 feature 6 (runq_p50_log) is " + c.text
+			want := fmt.Sprintf("task 2 feature %d (%s) is %s", FeatRunqP50, FeatureNames[FeatRunqP50], c.text)
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: error %q lacks %q", name, err, want)
 			}

@@ -187,7 +187,7 @@ func TestSignalsRiseWithLoad(t *testing.T) {
 		}
 		return s / float64(len(out))
 	}
-	for _, feat := range []int{0, 6, 7, 8, 10} {
+	for _, feat := range []int{policy.FeatQueue, policy.FeatRunqP50, policy.FeatRunqP99, policy.FeatAcceptQueue, policy.FeatCPUUtil} {
 		lo, hi := mean(15, feat), mean(70, feat)
 		if hi <= lo {
 			t.Errorf("feature %s: %.4f at low load, %.4f at high load; want it to rise", policy.FeatureNames[feat], lo, hi)
@@ -216,7 +216,7 @@ func TestMissingSourcesAreNeutral(t *testing.T) {
 			}
 		}
 		// Task features do not come from kernel sources.
-		if none[i].State[0] != plain[i].State[0] || none[i].State[2] != plain[i].State[2] {
+		if none[i].State[policy.FeatQueue] != plain[i].State[policy.FeatQueue] || none[i].State[policy.FeatCost] != plain[i].State[policy.FeatCost] {
 			t.Fatalf("task %d: queue or cost feature changed with the sources", i)
 		}
 	}
@@ -226,7 +226,7 @@ func TestMissingSourcesAreNeutral(t *testing.T) {
 		out, _ := Run(sc, FIFO{}, SimConfig{Seed: seed, MissingSources: 0.5})
 		present := false
 		for i := range out {
-			present = present || out[i].State[8] != policy.Neutral[8]
+			present = present || out[i].State[policy.FeatAcceptQueue] != policy.Neutral[policy.FeatAcceptQueue]
 		}
 		seen[present] = true
 	}
