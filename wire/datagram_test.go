@@ -9,16 +9,22 @@ import (
 	"github.com/triage-agent/triage/codec"
 )
 
+// stateFeatures is the length of a triage.state.v2 vector
+// (policy.NumFeatures; wire does not import policy), so the test's
+// snapshots are the size the agent sends.
+const stateFeatures = 20
+
 func snapshot(epoch uint64) *Envelope {
-	f := make([]float32, 12)
+	f := make([]float32, stateFeatures)
 	for i := range f {
-		f[i] = float32(i) / 12
+		f[i] = float32(i) / stateFeatures
 	}
-	f[6] = float32(epoch%10) / 10
+	f[6] = float32(epoch%10) / 10 // the run-queue p50 moves
 	return &Envelope{Body: &Envelope_NodeState{NodeState: &NodeState{
-		Epoch: epoch, UnixNano: int64(epoch) * 1e7, Features: f, RunqP50Us: 12, RunqP99Us: 400, QueueLen: 3, QueueCap: 100,
-		Sources: []string{"agent", "descriptor", "descriptor", "outcomes", "outcomes", "neutral", "ebpf", "ebpf", "ebpf", "ebpf", "procfs", "ebpf"},
-		Model:   "bootstrap-0", Node: "node-a",
+		Epoch: epoch, UnixNano: int64(epoch) * 1e7, Features: f, RunqP50Us: 12, RunqP99Us: 400, QueueLen: 3, QueueCap: 4,
+		Sources: []string{"agent", "descriptor", "descriptor", "outcomes", "outcomes", "none", "ebpf", "ebpf", "ebpf", "ebpf", "procfs", "ebpf",
+			"outcomes", "outcomes", "descriptor", "outcomes", "outcomes", "agent", "agent", "agent"},
+		Model: "bootstrap-0", Node: "node-a",
 	}}}
 }
 
