@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -59,9 +61,21 @@ func TestSignalsOnceJSONShape(t *testing.T) {
 
 func TestSignalsTableAndBadFlags(t *testing.T) {
 	out := runSignalsCaptured(t, "--count", "1", "--no-bpf", "--window", "200ms")
-	for _, want := range []string{"run queue", "PROBE", "queue_fill", "procfs"} {
+	for _, want := range []string{"run queue", "PROBE", "procfs", "FEATURE (" + policy.StateSchema + ")"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	// Every feature has its row, in vector order, with its source: the
+	// queue per worker and the backlogs are the agent's own count.
+	for f, name := range policy.FeatureNames {
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^ *%d %s +[0-9.]+ +[a-z]+`, f, name)).Match(out) {
+			t.Errorf("table lacks the row of feature %d %s:\n%s", f, name, out)
+		}
+	}
+	for _, f := range []int{policy.FeatQueue, policy.FeatBacklogTop, policy.FeatBacklogFore, policy.FeatBacklogAll} {
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^ *%d %s +[0-9.]+ +agent`, f, policy.FeatureNames[f])).Match(out) {
+			t.Errorf("feature %s not fed by the agent:\n%s", policy.FeatureNames[f], out)
 		}
 	}
 	for _, bad := range [][]string{{"--tier", "fentry"}, {"--watch-pid", "x"}, {"--watch-port", "70000"}, {"--window", "0s"}} {
