@@ -356,8 +356,9 @@ type Outcome struct {
 	LatencyMs float32                `protobuf:"fixed32,2,opt,name=latency_ms,json=latencyMs,proto3" json:"latency_ms,omitempty"` // arrival to finish
 	SlaMet    bool                   `protobuf:"varint,3,opt,name=sla_met,json=slaMet,proto3" json:"sla_met,omitempty"`
 	// Start to finish: the task's own service time, what the class
-	// statistics (features 3 and 4) are made of. 0 = not known; the agent then
-	// uses latency_ms, which reads high while tasks queue.
+	// statistics (features 3 and 4) are made of, and with latency_ms the
+	// queueing delay (features 12 and 13). 0 = not known; the agent then
+	// uses latency_ms, which reads high while tasks queue, and learns no delay.
 	ServiceMs     float32 `protobuf:"fixed32,4,opt,name=service_ms,json=serviceMs,proto3" json:"service_ms,omitempty"`
 	TaskId        string  `protobuf:"bytes,5,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"` // the task's string id; wins over id
 	unknownFields protoimpl.UnknownFields
@@ -539,12 +540,12 @@ type NodeState struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	UnixNano      int64                  `protobuf:"varint,2,opt,name=unix_nano,json=unixNano,proto3" json:"unix_nano,omitempty"`
-	Features      []float32              `protobuf:"fixed32,3,rep,packed,name=features,proto3" json:"features,omitempty"` // node part of the state vector (12 values, triage.state.v1 order)
+	Features      []float32              `protobuf:"fixed32,3,rep,packed,name=features,proto3" json:"features,omitempty"` // node part of the state vector (20 values, triage.state.v2 order; the task's own neutral)
 	Sources       []string               `protobuf:"bytes,4,rep,name=sources,proto3" json:"sources,omitempty"`            // source feeding each feature ("ebpf", "netlink", "procfs", "none", "descriptor", "outcomes", "agent")
 	RunqP50Us     float32                `protobuf:"fixed32,5,opt,name=runq_p50_us,json=runqP50Us,proto3" json:"runq_p50_us,omitempty"`
 	RunqP99Us     float32                `protobuf:"fixed32,6,opt,name=runq_p99_us,json=runqP99Us,proto3" json:"runq_p99_us,omitempty"`
 	QueueLen      uint32                 `protobuf:"varint,7,opt,name=queue_len,json=queueLen,proto3" json:"queue_len,omitempty"`
-	QueueCap      uint32                 `protobuf:"varint,8,opt,name=queue_cap,json=queueCap,proto3" json:"queue_cap,omitempty"`
+	QueueCap      uint32                 `protobuf:"varint,8,opt,name=queue_cap,json=queueCap,proto3" json:"queue_cap,omitempty"` // the executor's worker slots on the node (--workers): queue_len's denominator in feature 0
 	CpuUtil       float32                `protobuf:"fixed32,9,opt,name=cpu_util,json=cpuUtil,proto3" json:"cpu_util,omitempty"`
 	Model         string                 `protobuf:"bytes,10,opt,name=model,proto3" json:"model,omitempty"`
 	Node          string                 `protobuf:"bytes,11,opt,name=node,proto3" json:"node,omitempty"`
