@@ -23,7 +23,10 @@ import (
 const (
 	frameMagic      = 0x31455254
 	frameHeaderSize = 12
-	recordVersion   = 1
+	// recordVersion names the body's layout, whose states are
+	// policy.NumFeatures floats each: 2 since triage.state.v2 (20
+	// features); 1 was triage.state.v1 (12), which this build cannot read.
+	recordVersion = 2
 	// MaxRecordBytes bounds one encoded record, so that a corrupted length
 	// can never make a reader allocate more than this.
 	MaxRecordBytes = 64 << 10
