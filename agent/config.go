@@ -154,9 +154,8 @@ const (
 	DefaultMaxPending    = 65536
 	DefaultStateInterval = 100 * time.Millisecond
 	DefaultFGInterval    = time.Minute
-	// DefaultGuard is the guard's controller until the configuration
-	// search of the trained model names the best one.
-	DefaultGuard = "codel-lifo"
+	// DefaultGuard is the guard's controller (guard.DefaultController).
+	DefaultGuard = guard.DefaultController
 	// GuardNone turns the guard off.
 	GuardNone   = "none"
 	disabledDir = "-"
@@ -202,8 +201,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Guard == "" {
 		c.Guard = DefaultGuard
 	}
-	if c.Guard != GuardNone && !slices.Contains(control.Names, c.Guard) {
-		return c, fmt.Errorf("%w: guard %q: want one of %v or %q", ErrBadConfig, c.Guard, control.Names, GuardNone)
+	if c.Guard != GuardNone && !slices.Contains(control.GuardNames, c.Guard) {
+		return c, fmt.Errorf("%w: guard %q: want one of %v or %q", ErrBadConfig, c.Guard, control.GuardNames, GuardNone)
 	}
 	switch {
 	case c.GuardMinAgreement == 0:

@@ -23,9 +23,9 @@ import (
 const (
 	frameMagic      = 0x31455254
 	frameHeaderSize = 12
-	// recordVersion names the body's layout, whose states are
-	// policy.NumFeatures floats each: 2 since triage.state.v2 (20
-	// features); 1 was triage.state.v1 (12), which this build cannot read.
+	// recordVersion 2 holds triage.state.v2 vectors (20 features); 1 held
+	// v1's 12. A reader refuses another version by name rather than read
+	// one schema's floats as another's.
 	recordVersion = 2
 	// MaxRecordBytes bounds one encoded record, so that a corrupted length
 	// can never make a reader allocate more than this.
@@ -171,6 +171,9 @@ func decodeBody(body []byte) (Record, error) {
 	var r Record
 	d := decoder{b: body}
 	if v := d.byte1("version"); d.err == nil && v != recordVersion {
+		if v == 1 {
+			return r, fmt.Errorf("%w: record version 1 holds triage.state.v1 states; this build reads version %d (%s): read or fine-tune that log with the build that wrote it", ErrCorrupt, recordVersion, policy.StateSchema)
+		}
 		return r, fmt.Errorf("%w: record version %d, this build reads %d", ErrCorrupt, v, recordVersion)
 	}
 	r.UnixNano = int64(d.u64("time"))

@@ -36,13 +36,15 @@ func v1Frame() []byte {
 }
 
 // A log written before the upgrade to triage.state.v2 holds states of
-// another length: its records are refused by version, never read as
-// 20-feature states, and an agent opening the log appends its v2 records
-// in a new segment after the old one.
-func TestV1RecordsAreRefusedNotMisread(t *testing.T) {
+// another length (TestV1RecordRefusedByName flips a version byte; this is
+// the whole v1 layout): its records are refused by version, never read as
+// 20-feature states, an agent opening the log appends its v2 records in a
+// new segment after the old one, and a reader that skips corrupt records
+// reads them.
+func TestV1LogAfterTheUpgrade(t *testing.T) {
 	frame := v1Frame()
-	if _, err := decodeBody(frame[frameHeaderSize:]); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "record version 1, this build reads 2") {
-		t.Fatalf("decoding a v1 record: %v, want ErrCorrupt naming the versions", err)
+	if _, err := decodeBody(frame[frameHeaderSize:]); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "record version 1 holds triage.state.v1") {
+		t.Fatalf("decoding a v1 record: %v, want ErrCorrupt naming v1", err)
 	}
 	dir := t.TempDir()
 	old := filepath.Join(dir, segmentName(1))

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/control"
 )
 
 // FIFO serves tasks in arrival order.
@@ -116,14 +117,14 @@ func (SlackRule) Assign(t *Task, v *NodeView) (int, float64, error) {
 // class, capped at half the node, gained nothing. Background only when the
 // node is nearly full scores the same as this rule: on a node with two or
 // more workers free the task starts at once at any level.
+//
+// The rule itself is control.Reserve, which the agent's guard can run too.
 type ReserveRule struct{}
 
 func (ReserveRule) Name() string { return "reserve-rule" }
 func (ReserveRule) Assign(t *Task, _ *NodeView) (int, float64, error) {
-	if t.SLAMs < 50 {
-		return 4, t.DeadlineMs(), nil
-	}
-	return 0, t.DeadlineMs(), nil
+	level, key := control.NewReserve(control.DefaultReserve).Decide(&control.Task{ArrivalMs: t.ArrivalMs, SLAMs: t.SLAMs, ExpectedMs: t.ExpectedMs})
+	return level, key, nil
 }
 
 // Baselines returns every baseline for sc, in report order.

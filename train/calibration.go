@@ -1,14 +1,10 @@
 package train
 
 import (
-	"bytes"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"sort"
 )
 
@@ -105,14 +101,9 @@ func DefaultCalibration() *Calibration {
 
 // LoadCalibration reads and validates a calibration file.
 func LoadCalibration(path string) (*Calibration, error) {
-	f, err := os.Open(path)
+	b, err := readFile(path, "calibration", maxCalibrationBytes)
 	if err != nil {
-		return nil, fmt.Errorf("opening calibration: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxCalibrationBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading calibration %s: %w", path, err)
+		return nil, err
 	}
 	c, err := ParseCalibration(b)
 	if err != nil {
@@ -123,20 +114,9 @@ func LoadCalibration(path string) (*Calibration, error) {
 
 // ParseCalibration decodes a calibration strictly and validates it.
 func ParseCalibration(b []byte) (*Calibration, error) {
-	if len(b) > maxCalibrationBytes {
-		return nil, fmt.Errorf("%w: larger than %d bytes", ErrBadCalibration, maxCalibrationBytes)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var c Calibration
-	if err := dec.Decode(&c); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: truncated (%v)", ErrBadCalibration, err)
-		}
-		return nil, fmt.Errorf("%w: %v", ErrBadCalibration, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrBadCalibration)
+	if err := decodeStrict(b, maxCalibrationBytes, &c, ErrBadCalibration); err != nil {
+		return nil, err
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err

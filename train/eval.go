@@ -96,6 +96,8 @@ type jsonMetrics struct {
 	GoodputPerS   float64 `json:"goodput_per_s"`
 	P50Ms         float64 `json:"p50_ms"`
 	P99Ms         float64 `json:"p99_ms"`
+	// PerClass is SLA attainment per class name.
+	PerClass map[string]float64 `json:"per_class,omitempty"`
 }
 
 // JSON is the one-line object of `triage eval --json`:
@@ -103,7 +105,11 @@ type jsonMetrics struct {
 func (ev *Evaluation) JSON() ([]byte, error) {
 	pol := make(map[string]jsonMetrics, len(ev.Policies))
 	for name, m := range ev.Policies {
-		pol[name] = jsonMetrics{round6(m.SLAAttainment), round6(m.GoodputPerS), round6(m.P50Ms), round6(m.P99Ms)}
+		pc := make(map[string]float64, len(m.PerClass))
+		for c, v := range m.PerClass {
+			pc[c] = round6(v)
+		}
+		pol[name] = jsonMetrics{round6(m.SLAAttainment), round6(m.GoodputPerS), round6(m.P50Ms), round6(m.P99Ms), pc}
 	}
 	return json.Marshal(struct {
 		Scenario string                 `json:"scenario"`
@@ -118,11 +124,13 @@ func round6(x float64) float64 {
 	return math.Round(x*1e6) / 1e6
 }
 
-// BestBaseline is the non-DQN policy with the highest value of metric.
+// BestBaseline is the policy with the highest value of metric among those
+// whose name does not start with exclude (the model's rows: "dqn",
+// "dqn-unguarded", "dqn-ablated").
 func (ev *Evaluation) BestBaseline(exclude string, metric func(Metrics) float64) (string, float64) {
 	best, bv := "", math.Inf(-1)
 	for _, n := range ev.Order {
-		if n == exclude {
+		if strings.HasPrefix(n, exclude) {
 			continue
 		}
 		if v := metric(ev.Policies[n]); v > bv {

@@ -5,13 +5,9 @@
 package train
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 )
 
 // ErrBadScenario wraps every reason a scenario file is refused.
@@ -87,14 +83,9 @@ func (c *Class) W() float64 {
 
 // LoadScenario reads and validates one scenario file.
 func LoadScenario(path string) (*Scenario, error) {
-	f, err := os.Open(path)
+	b, err := readFile(path, "scenario", maxScenarioBytes)
 	if err != nil {
-		return nil, fmt.Errorf("opening scenario: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxScenarioBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading scenario %s: %w", path, err)
+		return nil, err
 	}
 	sc, err := ParseScenario(b)
 	if err != nil {
@@ -106,17 +97,9 @@ func LoadScenario(path string) (*Scenario, error) {
 // ParseScenario decodes a scenario strictly (unknown fields are errors) and
 // validates it.
 func ParseScenario(b []byte) (*Scenario, error) {
-	if len(b) > maxScenarioBytes {
-		return nil, fmt.Errorf("%w: larger than %d bytes", ErrBadScenario, maxScenarioBytes)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var sc Scenario
-	if err := dec.Decode(&sc); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadScenario, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrBadScenario)
+	if err := decodeStrict(b, maxScenarioBytes, &sc, ErrBadScenario); err != nil {
+		return nil, err
 	}
 	if err := sc.Validate(); err != nil {
 		return nil, err

@@ -77,26 +77,27 @@ func ControllerGrids() map[string][]Candidate {
 		g[name] = append(g[name], Candidate{Label: label, New: func() Policy { return Controller{c()} }})
 	}
 	// The grid is wide enough that no winner sits on its edge (checked in
-	// docs/controllers.md): SLA thresholds from 10 ms to 1 s, each
+	// docs/controllers.md): SLA thresholds from 20 ms to 1 s, each
 	// controller's own knobs a decade either side of its paper's default.
-	for _, u := range []float64{10, 20, 50, 100, 200, 500, 1000} {
+	for _, u := range []float64{20, 50, 100, 200, 500, 1000} {
 		tiers := control.Tiers{UrgentMs: u}
-		for _, target := range []float64{0.5, 1, 2, 5, 10, 20} {
-			for _, interval := range []float64{20, 50, 100, 200} {
+		add("reserve-rule", fmt.Sprintf("urgent=%g", u), func() control.Controller { return control.NewReserve(tiers) })
+		for _, target := range []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 20} {
+			for _, interval := range []float64{5, 10, 20, 50, 100, 200} {
 				p := control.CoDelLIFOParams{Tiers: tiers, TargetMs: target, IntervalMs: interval}
 				add("codel-lifo", fmt.Sprintf("urgent=%g target=%g interval=%g", u, target, interval), func() control.Controller { return control.NewCoDelLIFO(p) })
 			}
 		}
 		for _, target := range []float64{1, 2, 5, 10, 20, 50} {
-			for _, gains := range [][2]float64{{0.1, 0.02}, {0.2, 0.05}, {0.5, 0.2}, {1, 0.5}} {
+			for _, gains := range [][2]float64{{0.02, 0.005}, {0.05, 0.01}, {0.1, 0.02}, {0.2, 0.05}, {0.5, 0.2}, {1, 0.5}} {
 				p := control.DefaultShedPI
 				p.Tiers, p.TargetMs, p.Kp, p.Ki = tiers, target, gains[0], gains[1]
 				add("shed-pi", fmt.Sprintf("urgent=%g target=%g kp=%g ki=%g", u, target, gains[0], gains[1]), func() control.Controller { return control.NewShedPI(p) })
 			}
 		}
-		for _, tol := range []float64{1.1, 1.2, 1.5, 2} {
+		for _, tol := range []float64{1, 1.05, 1.1, 1.2, 1.5} {
 			for _, q := range []float64{1, 4} {
-				for _, initial := range []float64{2, 4, 20} {
+				for _, initial := range []float64{1, 2, 4, 20} {
 					p := control.DefaultGradient2
 					p.Tiers, p.Tolerance, p.QueueSize, p.InitialLimit = tiers, tol, q, initial
 					add("gradient2", fmt.Sprintf("urgent=%g tolerance=%g queue=%g initial=%g", u, tol, q, initial), func() control.Controller { return control.NewGradient2(p) })

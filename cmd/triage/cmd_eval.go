@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/control"
 	"github.com/triage-agent/triage/policy/defaultmodel"
+	"github.com/triage-agent/triage/policy/guard"
 	"github.com/triage-agent/triage/train"
 )
 
@@ -28,9 +31,16 @@ func runEval(args []string) error {
 	generated := fs.Int("generated", 0, "also evaluate this many generated scenarios (train.Generate), and print their summary")
 	genSeed := fs.Int64("gen-seed", 1, "seed of the generated scenarios")
 	tune := fs.String("tune", "", "search the parameters of a controller (codel-lifo, shed-pi, gradient2, or all) on the scenarios instead of evaluating (docs/controllers.md)")
+	guardName := fs.String("guard", guard.DefaultController, "the dqn row's guard, as the agent's --guard: a controller ("+strings.Join(control.GuardNames, ", ")+") or none")
+	minAgree := fs.Float64("guard-min-agreement", guard.DefaultMinAgreement, "as the agent's --guard-min-agreement")
+	ablate := fs.String("ablate", "", "kernel: add a dqn-ablated row, the same guarded model with every kernel feature at its neutral value")
+	perClass := fs.Bool("per-class", true, "print SLA attainment per class and policy after each scenario's table")
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return helpIsNotAnError(err)
+	}
+	if *ablate != "" && *ablate != "kernel" {
+		return fmt.Errorf("--ablate %q: the only ablation is kernel", *ablate)
 	}
 	if *tune != "" {
 		all, err := loadScenarios(scenarios)
@@ -67,11 +77,16 @@ func runEval(args []string) error {
 	}
 	all = append(all, train.Generate(*genSeed, *generated, train.GenConfig{})...)
 	var sum summary
+	gcfg := guard.DefaultConfig()
+	gcfg.MinAgreement = float32(*minAgree)
 	for _, sc := range all {
-		dqn := &train.DeciderPolicy{Label: "dqn", Decider: sess}
+		rows, guarded, err := modelRows(sess, *guardName, gcfg, *ablate == "kernel")
+		if err != nil {
+			return err
+		}
 		list := train.SeedList(*seeds)
 		list[0] = *seed
-		ev, err := train.EvaluateSeeds(sc, list, append([]train.Policy{dqn}, train.Baselines(sc)...)...)
+		ev, err := train.EvaluateSeeds(sc, list, append(rows, train.Baselines(sc)...)...)
 		if err != nil {
 			return err
 		}
@@ -81,6 +96,15 @@ func runEval(args []string) error {
 		}
 		if err := ev.WriteMarkdown(os.Stdout); err != nil {
 			return err
+		}
+		if guarded != nil {
+			fmt.Printf("\nthe guard (%s) decided %d of the dqn row's %d decisions\n", *guardName, guarded.Guarded(), guarded.Decisions())
+		}
+		if *perClass {
+			fmt.Println()
+			if err := ev.WriteClassMarkdown(os.Stdout); err != nil {
+				return err
+			}
 		}
 		fifo := ev.Policies["fifo"].GoodputPerS
 		best, bv := ev.BestBaseline("dqn", func(m train.Metrics) float64 { return m.GoodputPerS })
@@ -114,6 +138,40 @@ func runEval(args []string) error {
 		fmt.Println(string(l))
 	}
 	return nil
+}
+
+// modelRows are the model's rows of an evaluation: dqn, the model through
+// its guard as the agent serves it; dqn-unguarded, the network alone (when
+// there is a guard); dqn-ablated, the guarded model blind to the kernel.
+// The guarded policy is returned for its counts.
+func modelRows(sess *policy.Session, guardName string, cfg guard.Config, ablate bool) ([]train.Policy, *train.GuardedPolicy, error) {
+	if guardName == "none" {
+		rows := []train.Policy{&train.DeciderPolicy{Label: "dqn", Decider: sess}}
+		if ablate {
+			rows = append(rows, &train.DeciderPolicy{Label: "dqn-ablated", Decider: &train.AblatedDecider{Decider: sess, Off: policy.KernelFeatures}})
+		}
+		return rows, nil, nil
+	}
+	mk := func(label string, d policy.Decider) (*train.GuardedPolicy, error) {
+		g, err := guard.Named(guardName, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("--guard: %w", err)
+		}
+		return train.NewGuardedPolicy(label, d, g), nil
+	}
+	dqn, err := mk("dqn", sess)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows := []train.Policy{dqn, &train.DeciderPolicy{Label: "dqn-unguarded", Decider: sess}}
+	if ablate {
+		abl, err := mk("dqn-ablated", &train.AblatedDecider{Decider: sess, Off: policy.KernelFeatures})
+		if err != nil {
+			return nil, nil, err
+		}
+		rows = append(rows, abl)
+	}
+	return rows, dqn, nil
 }
 
 // summary is the mean of each policy's metrics over many scenarios.
@@ -189,12 +247,12 @@ func runTune(which string, scenarios []*train.Scenario) error {
 	grids := train.ControllerGrids()
 	names := []string{which}
 	if which == "all" {
-		names = train.ControllerNames
+		names = control.GuardNames
 	}
 	for _, n := range names {
 		grid, ok := grids[n]
 		if !ok {
-			return fmt.Errorf("--tune %q: not a controller (%v)", n, train.ControllerNames)
+			return fmt.Errorf("--tune %q: not a controller (%v)", n, control.GuardNames)
 		}
 		res, err := train.Tune(scenarios, grid)
 		if err != nil {

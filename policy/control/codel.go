@@ -30,8 +30,10 @@ type CoDelLIFOParams struct {
 }
 
 // DefaultCoDelLIFO are the parameters chosen by the search in
-// docs/controllers.md (folly's target and interval were the starting point).
-var DefaultCoDelLIFO = CoDelLIFOParams{Tiers: Tiers{UrgentMs: 50}, TargetMs: 5, IntervalMs: 100}
+// docs/controllers.md on generated scenarios (folly's 5 ms target and
+// 100 ms interval were the starting point): a target at the grid's floor,
+// so a normal task is sloughed whenever its tier's queue stands at all.
+var DefaultCoDelLIFO = CoDelLIFOParams{Tiers: Tiers{UrgentMs: 500}, TargetMs: 0.1, IntervalMs: 10}
 
 // NewCoDelLIFO returns the controller with parameters p.
 func NewCoDelLIFO(p CoDelLIFOParams) *CoDelLIFO { return &CoDelLIFO{p: p} }

@@ -41,12 +41,18 @@ type Controller interface {
 	Reset()
 }
 
-// Names are the controllers, in report order.
+// Names are the adaptive controllers, in report order.
 var Names = []string{"codel-lifo", "shed-pi", "gradient2"}
+
+// GuardNames are what New accepts: the adaptive controllers and the
+// static reserve rule.
+var GuardNames = append([]string{"reserve-rule"}, Names...)
 
 // New returns a fresh controller by name with its default parameters.
 func New(name string) (Controller, error) {
 	switch name {
+	case "reserve-rule":
+		return NewReserve(DefaultReserve), nil
 	case "codel-lifo":
 		return NewCoDelLIFO(DefaultCoDelLIFO), nil
 	case "shed-pi":
@@ -54,7 +60,7 @@ func New(name string) (Controller, error) {
 	case "gradient2":
 		return NewGradient2(DefaultGradient2), nil
 	}
-	return nil, fmt.Errorf("control: no controller %q (%v)", name, Names)
+	return nil, fmt.Errorf("control: no controller %q (%v)", name, GuardNames)
 }
 
 // Tiers are the two classes of work every controller knows: a task whose

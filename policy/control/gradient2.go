@@ -41,8 +41,8 @@ type Gradient2Params struct {
 }
 
 // DefaultGradient2 are the parameters chosen by the search in docs/controllers.md.
-var DefaultGradient2 = Gradient2Params{Tiers: Tiers{UrgentMs: 50}, InitialLimit: 20, MinLimit: 1, MaxLimit: 1000,
-	Tolerance: 1.5, Smoothing: 0.2, LongWindow: 600, WindowSamples: 10, QueueSize: 4}
+var DefaultGradient2 = Gradient2Params{Tiers: Tiers{UrgentMs: 500}, InitialLimit: 2, MinLimit: 1, MaxLimit: 1000,
+	Tolerance: 1.05, Smoothing: 0.2, LongWindow: 600, WindowSamples: 10, QueueSize: 1}
 
 // NewGradient2 returns the controller with parameters p.
 func NewGradient2(p Gradient2Params) *Gradient2 {

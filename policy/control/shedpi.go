@@ -35,7 +35,7 @@ type ShedPIParams struct {
 }
 
 // DefaultShedPI are the parameters chosen by the search in docs/controllers.md.
-var DefaultShedPI = ShedPIParams{Tiers: Tiers{UrgentMs: 50}, TargetMs: 20, PeriodMs: 100, Percentile: 0.9, Kp: 0.5, Ki: 0.2}
+var DefaultShedPI = ShedPIParams{Tiers: Tiers{UrgentMs: 500}, TargetMs: 1, PeriodMs: 100, Percentile: 0.9, Kp: 0.05, Ki: 0.01}
 
 // NewShedPI returns the controller with parameters p.
 func NewShedPI(p ShedPIParams) *ShedPI {

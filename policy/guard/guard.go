@@ -44,8 +44,13 @@ func (r Reason) String() string {
 
 // DefaultMinAgreement is the share of members that must agree with the
 // mean's priority for the network's decision to stand: with 3 to 5
-// members, a bare majority. The lead's configuration search may move it.
+// members, a bare majority.
 const DefaultMinAgreement = 0.6
+
+// DefaultController is the guard's controller where none is named: the
+// controller with the best SLA attainment over the generated tuning
+// scenarios (docs/controllers.md). The agent and `triage eval` share it.
+const DefaultController = "codel-lifo"
 
 // Config is what makes a decision unsure.
 type Config struct {
@@ -87,7 +92,7 @@ func New(c control.Controller, cfg Config) (*Guard, error) {
 	return &Guard{cfg: cfg, c: c}, nil
 }
 
-// Named guards with the controller called name (control.Names) under its
+// Named guards with the controller called name (control.GuardNames) under its
 // default parameters.
 func Named(name string, cfg Config) (*Guard, error) {
 	c, err := control.New(name)
