@@ -11,6 +11,7 @@ import (
 
 	"github.com/triage-agent/triage/client"
 	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/control"
 	"github.com/triage-agent/triage/policy/guard"
 	"github.com/triage-agent/triage/wire"
 )
@@ -39,9 +40,10 @@ func writeModelMeta(t testing.TB, m *policy.MLP, meta policy.Metadata) string {
 }
 
 // normal is a task no controller takes for urgent work: at idle every
-// controller admits it at priority 2.
+// controller admits it at priority 2 (its SLA is 10× every default
+// urgency threshold: ShedPI's priority 2).
 func normal(id uint64) *wire.Task {
-	return &wire.Task{Id: id, Class: "scoring", SlaMs: 500, CostMs: 5}
+	return &wire.Task{Id: id, Class: "scoring", SlaMs: float32(10 * control.DefaultShedPI.UrgentMs), CostMs: 5}
 }
 
 func decideOne(t *testing.T, cl *client.Client, task *wire.Task) uint32 {
@@ -96,36 +98,40 @@ func TestGuardDecidesWhereTheModelIsUnsure(t *testing.T) {
 }
 
 // Every outcome reaches the guard's controller, whoever decided the task:
-// gradient2 admits 20 tasks in flight (its initial limit) and sends the
-// next to the background, and admits again once outcomes, timeouts or
+// gradient2 admits its initial limit of tasks in flight and sends the next
+// to the background, and admits again once outcomes, timeouts or
 // re-decisions of the same id have ended the tasks in flight.
 func TestGuardControllerSeesEveryFinishedTask(t *testing.T) {
 	ta := startAgent(t, Config{NoEBPF: true, ModelPath: writeModelMeta(t, disputedMLP(), policy.CurrentMetadata("disputed", "test")),
 		Guard: "gradient2", TaskTimeout: time.Second})
 	cl := ta.dial(t)
 	ctx := context.Background()
+	limit := uint64(control.DefaultGradient2.InitialLimit)
+	if limit < 2 || control.DefaultGradient2.WindowSamples <= int(limit)+1 {
+		t.Fatalf("the test needs an initial limit of 2 or more and a window longer than it: %+v", control.DefaultGradient2)
+	}
 	fill := func(from uint64) {
 		t.Helper()
-		for id := from; id < from+20; id++ {
+		for id := from; id < from+limit; id++ {
 			if p := decideOne(t, cl, normal(id)); p != 2 {
-				t.Fatalf("task %d of 20 in flight: priority %d, want gradient2's 2", id-from+1, p)
+				t.Fatalf("task %d of %d in flight: priority %d, want gradient2's 2", id-from+1, limit, p)
 			}
 		}
 	}
 	fill(1)
-	// No task has finished yet, so the limit is still the initial 20.
-	if p := decideOne(t, cl, normal(21)); p != 0 {
-		t.Fatalf("the 21st task in flight: priority %d, want gradient2's background 0", p)
+	// No task has finished yet, so the limit is still the initial one.
+	if p := decideOne(t, cl, normal(limit+1)); p != 0 {
+		t.Fatalf("task %d in flight: priority %d, want gradient2's background 0", limit+1, p)
 	}
 	var outs []*wire.Outcome
-	for id := uint64(1); id <= 21; id++ {
+	for id := uint64(1); id <= limit+1; id++ {
 		outs = append(outs, &wire.Outcome{Id: id, LatencyMs: 6, ServiceMs: 5, SlaMet: true})
 	}
 	if _, err := cl.ReportOutcomes(ctx, outs); err != nil {
 		t.Fatal(err)
 	}
-	// Outcomes ended all 21: the next 20 are admitted again (the limit
-	// has moved a little with the outcomes' latencies, not by 20).
+	// Outcomes ended them all: as many are admitted again (fewer outcomes
+	// than one window of samples: the limit has not moved).
 	fill(100)
 	// Timeouts end them too.
 	time.Sleep(1500 * time.Millisecond)

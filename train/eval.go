@@ -96,8 +96,6 @@ type jsonMetrics struct {
 	GoodputPerS   float64 `json:"goodput_per_s"`
 	P50Ms         float64 `json:"p50_ms"`
 	P99Ms         float64 `json:"p99_ms"`
-	// PerClass is SLA attainment per class name.
-	PerClass map[string]float64 `json:"per_class,omitempty"`
 }
 
 // JSON is the one-line object of `triage eval --json`:
@@ -105,11 +103,7 @@ type jsonMetrics struct {
 func (ev *Evaluation) JSON() ([]byte, error) {
 	pol := make(map[string]jsonMetrics, len(ev.Policies))
 	for name, m := range ev.Policies {
-		pc := make(map[string]float64, len(m.PerClass))
-		for c, v := range m.PerClass {
-			pc[c] = round6(v)
-		}
-		pol[name] = jsonMetrics{round6(m.SLAAttainment), round6(m.GoodputPerS), round6(m.P50Ms), round6(m.P99Ms), pc}
+		pol[name] = jsonMetrics{round6(m.SLAAttainment), round6(m.GoodputPerS), round6(m.P50Ms), round6(m.P99Ms)}
 	}
 	return json.Marshal(struct {
 		Scenario string                 `json:"scenario"`

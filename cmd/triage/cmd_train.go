@@ -168,6 +168,12 @@ func writeModel(path string, m *policy.MLP, meta policy.Metadata) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("writing model: %w", err)
 	}
+	// A model is not a secret, and an agent running as another user must
+	// read it: not CreateTemp's 0600.
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing model: %w", err)
+	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("writing model: %w", err)
