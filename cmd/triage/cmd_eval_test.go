@@ -50,7 +50,7 @@ func TestEvalJSONLastLine(t *testing.T) {
 	if err := dec.Decode(&got); err != nil {
 		t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
 	}
-	names := []string{"dqn", "fifo", "edf", "sjf", "static-class", "slack-rule", "reserve-rule", "codel-lifo", "shed-pi", "gradient2"}
+	names := []string{"dqn", "dqn-unguarded", "fifo", "edf", "sjf", "static-class", "slack-rule", "reserve-rule", "codel-lifo", "shed-pi", "gradient2"}
 	if got.Scenario != "cli" || len(got.Policies) != len(names) {
 		t.Fatalf("got %+v", got)
 	}
@@ -64,5 +64,17 @@ func TestEvalJSONLastLine(t *testing.T) {
 	}
 	if _, err := captureStdout(t, func() error { return runEval([]string{"--scenario", filepath.Join(dir, "missing.json")}) }); err == nil {
 		t.Fatal("a missing scenario file was accepted")
+	}
+	// --ablate kernel adds the model blind to the kernel, guarded as the
+	// dqn row is; the per-class table names the class.
+	out, err = captureStdout(t, func() error { return runEval([]string{"--scenario", sc, "--ablate", "kernel", "--json"}) })
+	if err != nil {
+		t.Fatalf("eval --ablate kernel: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "| dqn-ablated |") || !strings.Contains(out, `"dqn-ablated":`) || !strings.Contains(out, "SLA attainment per class, cli") {
+		t.Fatalf("eval --ablate kernel printed no dqn-ablated row or per-class table:\n%s", out)
+	}
+	if _, err := captureStdout(t, func() error { return runEval([]string{"--scenario", sc, "--ablate", "queue"}) }); err == nil || !strings.Contains(err.Error(), "--ablate") {
+		t.Fatalf("--ablate queue: %v, want an error naming the flag", err)
 	}
 }
