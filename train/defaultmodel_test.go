@@ -72,13 +72,13 @@ func TestORTAndGoAgreeInTheSimulator(t *testing.T) {
 
 // The shipped policy as the agent serves it (the default model through
 // ONNX Runtime and its default guard) on the scenarios its guard was
-// chosen on: 30 generated scenarios (seed 300). Its mean SLA
+// chosen on: 60 generated scenarios (seeds 200 and 300). Its mean SLA
 // attainment is at least its guard's less half a point (the issue's
-// bound), and above the network's alone: the guard's choice
-// (docs/policy.md) holds for the model that ships.
+// bound), and within half a point of the network's alone: the guard's
+// choice (docs/policy.md) holds for the model that ships.
 func TestDefaultPolicyAtLeastItsGuardOnTheSelectionScenarios(t *testing.T) {
 	if testing.Short() {
-		t.Skip("30 generated scenarios, about 30 s: not in -short")
+		t.Skip("60 generated scenarios, about 15 s: not in -short")
 	}
 	sess, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{Device: policy.DeviceCPU})
 	if err != nil {
@@ -86,7 +86,7 @@ func TestDefaultPolicyAtLeastItsGuardOnTheSelectionScenarios(t *testing.T) {
 	}
 	defer sess.Close()
 	var dqn, alone, ctl float64
-	scs := train.Generate(300, 30, train.GenConfig{})
+	scs := append(train.Generate(200, 30, train.GenConfig{}), train.Generate(300, 30, train.GenConfig{})...)
 	for _, sc := range scs {
 		g, err := guard.Named(guard.DefaultController, guard.DefaultConfig())
 		if err != nil {
@@ -109,8 +109,8 @@ func TestDefaultPolicyAtLeastItsGuardOnTheSelectionScenarios(t *testing.T) {
 	if dqn < ctl-0.005 {
 		t.Errorf("the guarded policy %.4f is more than half a point under its guard %s's %.4f", dqn, guard.DefaultController, ctl)
 	}
-	if dqn < alone {
-		t.Errorf("the guard costs: guarded %.4f, network alone %.4f", dqn, alone)
+	if dqn < alone-0.005 {
+		t.Errorf("the guard costs more than half a point: guarded %.4f, network alone %.4f", dqn, alone)
 	}
 }
 

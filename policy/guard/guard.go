@@ -43,14 +43,14 @@ func (r Reason) String() string {
 }
 
 // DefaultMinAgreement is the share of members that must agree with the
-// mean's priority for the network's decision to stand (all of them), and
-// DefaultController the controller that decides where they do not. Both
-// were chosen on 30 generated scenarios (seed 300) that neither trained
-// the model nor tuned the controllers, by mean SLA attainment and mean
-// margin over the best baseline (docs/policy.md, "Choosing the guard").
+// mean's priority for the network's decision to stand (with three
+// members, two), and DefaultController the controller that decides where
+// they do not, or where a state lies outside training. Both were chosen on
+// 60 generated scenarios (seeds 200 and 300) that neither trained the
+// model nor tuned the controllers (docs/policy.md, "Choosing the guard").
 // The agent and `triage eval` share them.
 const (
-	DefaultMinAgreement = 1.0
+	DefaultMinAgreement = 0.6
 	DefaultController   = "gradient2"
 )
 
