@@ -101,7 +101,7 @@ func queueAxis(workers int) (edges []float32, reps []float64) {
 			break
 		}
 		hi := float64(edges[r+1]) - 1 // the last whole length in the row
-		reps = append(reps, q((f(lo)+f(hi))/2))
+		reps = append(reps, math.Min(math.Max(q((f(lo)+f(hi))/2), lo), hi))
 	}
 	return edges, reps
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -200,4 +201,59 @@ func TestTableCarriesTheGuardsDecisions(t *testing.T) {
 	if got := ta.metric(t, `triage_guard_decisions_total{reason="disagree"}`); got < 4 {
 		t.Fatalf("guard counted %v disputed decisions, want the local ones too", got)
 	}
+}
+
+// A table keeps its epoch while nothing it is made of moves (it is only
+// re-dated), and takes a new one when the demand brings a class.
+func TestTableEpochs(t *testing.T) {
+	// A node snapshot that never refreshes: nothing moves but what the test does.
+	ta := localAgent(t, Config{StateInterval: time.Hour, TableInterval: 5 * time.Millisecond})
+	cl := localClient(t, ta, client.Config{})
+	untilLocal(t, cl, scoringTask(1))
+	time.Sleep(10 * time.Millisecond)
+	first, at1 := ta.Table()
+	time.Sleep(10 * time.Millisecond)
+	second, at2 := ta.Table()
+	if first.GetEpoch() != second.GetEpoch() || !at2.After(at1) || len(second.GetClasses()) != 1 {
+		t.Fatalf("quiet refresh: epochs %d then %d, dated %v then %v, classes %d", first.GetEpoch(), second.GetEpoch(), at1, at2, len(second.GetClasses()))
+	}
+	untilLocal(t, cl, batchTask(2))
+	third, _ := ta.Table()
+	if third.GetEpoch() <= second.GetEpoch() || len(third.GetClasses()) != 2 {
+		t.Fatalf("after a new class: epoch %d (was %d), %d classes", third.GetEpoch(), second.GetEpoch(), len(third.GetClasses()))
+	}
+	for _, tb := range []*wire.DecisionTable{first, second, third} {
+		if err := wire.CheckDecisionTable(tb); err != nil {
+			t.Fatalf("epoch %d: %v", tb.GetEpoch(), err)
+		}
+		if tb.GetModel() != "sla-queue" || tb.GetState() == nil {
+			t.Fatalf("epoch %d: model %q state %v", tb.GetEpoch(), tb.GetModel(), tb.GetState())
+		}
+	}
+	if got := ta.metric(t, `triage_decision_table_refreshes_total{result="current"}`); got < 1 {
+		t.Fatalf("no refresh found the table current (%v)", got)
+	}
+}
+
+// A new model reaches the clients' tables: once it is swapped in, local
+// decisions are its decisions.
+func TestTableFollowsTheModel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model.onnx")
+	writeModel(t, path, slaQueueMLP(), "sla-queue")
+	ta := localAgent(t, Config{ModelPath: path, ModelWatchInterval: 20 * time.Millisecond})
+	cl := localClient(t, ta, client.Config{})
+	if l := untilLocal(t, cl, scoringTask(1)); l != 2 {
+		t.Fatalf("before the swap: %d", l)
+	}
+	writeModel(t, path, alwaysMLP(1), "always-1")
+	ctx := context.Background()
+	waitFor(t, 5*time.Second, "local decisions by the new model", func() bool {
+		task := scoringTask(uint64(time.Now().UnixNano()))
+		resp, err := cl.Decide(ctx, []*wire.Task{task})
+		if err != nil {
+			t.Fatal(err)
+		}
+		finish(t, cl, task)
+		return len(resp.GetDecisions()[0].GetQ()) == 0 && resp.GetModel() == "always-1" && resp.GetDecisions()[0].GetPriority() == 1
+	})
 }
