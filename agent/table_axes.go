@@ -20,7 +20,11 @@ const (
 	axisStepLog2 = 0.25
 	// maxAxisIntervals caps a log-spaced axis; a wider range merges
 	// neighbouring steps.
-	maxAxisIntervals = 16
+	maxAxisIntervals = 24
+	// axisMarginLog2 widens a log-spaced axis beyond the range seen, by a
+	// factor of 2 each way: a lognormal cost keeps setting new extremes
+	// for a while, and each one outside the table would go to the agent.
+	axisMarginLog2 = 1.0
 	// queueRowPoints is how many queue lengths, evenly spaced in feature 0
 	// (log2(1 + tasks per worker)), the queue axis starts from before rows
 	// that hold no whole number of tasks are merged away.
@@ -42,7 +46,8 @@ func (ax *tableAxis) len() int { return len(ax.lo) }
 
 // buildAxis is the axis of what v saw: a point interval for 0 when it was
 // seen, then a point interval per value while there are at most maxPoints
-// of them, else log-spaced intervals over their range.
+// of them, else log-spaced intervals over their range widened by
+// axisMarginLog2 each way.
 func buildAxis(v *valueSet) tableAxis {
 	var ax tableAxis
 	if v.zero {
@@ -50,21 +55,15 @@ func buildAxis(v *valueSet) tableAxis {
 	}
 	switch {
 	case v.many:
-		k0 := math.Floor(math.Log2(float64(v.min)) / axisStepLog2)
-		k1 := math.Floor(math.Log2(float64(v.max)) / axisStepLog2)
+		k0 := math.Floor((math.Log2(float64(v.min)) - axisMarginLog2) / axisStepLog2)
+		k1 := math.Floor((math.Log2(float64(v.max)) + axisMarginLog2) / axisStepLog2)
 		steps := int(k1-k0) + 1
 		merge := (steps + maxAxisIntervals - 1) / maxAxisIntervals
 		edge := func(k int) float32 { return float32(math.Exp2((k0 + float64(k)) * axisStepLog2)) }
 		for k := 0; k < steps; k += merge {
 			lo, hi := edge(k), edge(k+merge)
-			if k == 0 {
-				lo = min(lo, v.min) // float32 rounding must not leave min out
-			}
-			if k+merge >= steps {
-				hi = max(hi, math.Nextafter32(v.max, float32(math.Inf(1))))
-			}
-			rep := math.Sqrt(float64(lo) * float64(hi))
-			ax.add(lo, hi, math.Min(math.Max(rep, float64(v.min)), float64(v.max)))
+
+			ax.add(lo, hi, math.Sqrt(float64(lo)*float64(hi)))
 		}
 	case v.n > 0:
 		pts := slices.Clone(v.points[:v.n])
