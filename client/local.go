@@ -62,7 +62,7 @@ type localDecider struct {
 }
 
 type localCounters struct {
-	local, remoteTasks, stale, noTable, notInTable atomic.Int64
+	local, stale, noTable, notInTable              atomic.Int64
 	reportErrors, tables, badTables                atomic.Int64
 	fullFrames, deltaFrames, fullBytes, deltaBytes atomic.Int64
 	unsupported                                    atomic.Bool
