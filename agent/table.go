@@ -156,7 +156,15 @@ func (p *tableProducer) refresh(now time.Time) error {
 	var version uint64
 	p.axes, version = p.demand.snapshot(now, p.axes[:0])
 	if p.layout == nil || p.layout.version != version {
-		p.layout = buildLayout(p.axes, version, a.asm.Workers(), p.maxCells)
+		// A new generation of the demand, or a value seen again in it,
+		// moves the version without changing the grid: keep the grid
+		// then, and with it every cell's decision.
+		l := buildLayout(p.axes, version, a.asm.Workers(), p.maxCells)
+		if p.layout != nil && l.sameGrid(p.layout) {
+			p.layout.version = version
+		} else {
+			p.layout = l
+		}
 	}
 	l := p.layout
 	if qlen > 0 {

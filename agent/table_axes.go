@@ -176,3 +176,22 @@ func (l *tableLayout) classOf(i int) int {
 	}
 	return k
 }
+
+// sameGrid reports whether l and o have the same classes, axes and queue
+// rows (their cells are then the same cells).
+func (l *tableLayout) sameGrid(o *tableLayout) bool {
+	if l.cells != o.cells || len(l.classes) != len(o.classes) || !slices.Equal(l.queueEdges, o.queueEdges) {
+		return false
+	}
+	for i := range l.classes {
+		a, b := &l.classes[i], &o.classes[i]
+		if a.name != b.name || !a.sla.equal(&b.sla) || !a.cost.equal(&b.cost) {
+			return false
+		}
+	}
+	return true
+}
+
+func (ax *tableAxis) equal(o *tableAxis) bool {
+	return slices.Equal(ax.lo, o.lo) && slices.Equal(ax.hi, o.hi) && slices.Equal(ax.rep, o.rep)
+}

@@ -150,4 +150,12 @@ func TestBuildLayoutBoundsCells(t *testing.T) {
 	if l.classOf(0) != 0 || l.classOf(per) != 1 || l.classOf(3*per-1) != 2 || l.classOf(3*per) != -1 || l.classOf(-1) != -1 {
 		t.Fatal("classOf does not follow the offsets")
 	}
+	// The same demand under another version is the same grid; another
+	// worker count or one more class is not.
+	if !buildLayout(append([]classAxes(nil), demand...), 2, 4, 3*per+per/2).sameGrid(l) {
+		t.Fatal("the same demand built a different grid")
+	}
+	if buildLayout(append([]classAxes(nil), demand...), 1, 8, 3*per+per/2).sameGrid(l) || full.sameGrid(l) {
+		t.Fatal("different grids compare equal")
+	}
 }

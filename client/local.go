@@ -58,7 +58,10 @@ type localDecider struct {
 	pending []pendingLocal
 	spare   []pendingLocal
 	kick    chan struct{}
-	flushMu sync.Mutex // one report in flight; a flush waits for the one before
+	// flushing holds a token while a report is in flight: a flush waits
+	// for the one before (whose decisions an outcome may name), but no
+	// longer than its context.
+	flushing chan struct{}
 }
 
 type localCounters struct {
@@ -69,7 +72,7 @@ type localCounters struct {
 }
 
 func newLocalDecider(c *Client) *localDecider {
-	return &localDecider{c: c, kick: make(chan struct{}, 1)}
+	return &localDecider{c: c, kick: make(chan struct{}, 1), flushing: make(chan struct{}, 1)}
 }
 
 // LocalStats is what the client's local decisions did so far.
@@ -233,21 +236,38 @@ func (l *localDecider) runReports(ctx context.Context) {
 }
 
 // flush reports every local decision queued before it was called; when it
-// returns, the agent has taken them (or their report failed).
+// returns, the agent has taken them, or their report failed, or ctx ended.
 func (l *localDecider) flush(ctx context.Context) { l.flushWith(ctx, l.c.call) }
 
 // flushOn is flush on session s alone (Close, when the client no longer
-// hands out sessions).
-func (l *localDecider) flushOn(ctx context.Context, s *session) { l.flushWith(ctx, s.roundTrip) }
+// hands out sessions). It gives up at once when a report is in flight.
+func (l *localDecider) flushOn(ctx context.Context, s *session) {
+	select {
+	case l.flushing <- struct{}{}:
+	default:
+		return
+	}
+	defer func() { <-l.flushing }()
+	l.sendPending(ctx, s.roundTrip)
+}
 
 // caller sends one request and returns its answer.
 type caller func(ctx context.Context, req *wire.Envelope, id uint64) (*wire.Envelope, error)
 
 func (l *localDecider) flushWith(ctx context.Context, send caller) {
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	// Two buffers swap: decisions queue into one while the other is sent.
-	// Only flush touches spare, under flushMu.
+	select {
+	case l.flushing <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-l.flushing }()
+	l.sendPending(ctx, send)
+}
+
+// sendPending reports what is queued; the caller holds the token. Two
+// buffers swap: decisions queue into one while the other is sent (only
+// the token's holder touches spare).
+func (l *localDecider) sendPending(ctx context.Context, send caller) {
 	l.mu.Lock()
 	batch := l.pending
 	l.pending, l.spare = l.spare[:0], nil
