@@ -257,3 +257,29 @@ func TestTableFollowsTheModel(t *testing.T) {
 		return len(resp.GetDecisions()[0].GetQ()) == 0 && resp.GetModel() == "always-1" && resp.GetDecisions()[0].GetPriority() == 1
 	})
 }
+
+// The shadow model sees the local decisions like the agent's own: the
+// serving model's decision of the cell against the candidate's on the
+// cell's state.
+func TestShadowSeesLocalDecisions(t *testing.T) {
+	dir := t.TempDir()
+	cand := filepath.Join(dir, "candidate.onnx")
+	writeModel(t, cand, alwaysMLP(4), "candidate-1")
+	ta := localAgent(t, Config{ShadowModelPath: cand})
+	cl := localClient(t, ta, client.Config{})
+	untilLocal(t, cl, batchTask(1))
+	waitFor(t, 5*time.Second, "shadow to see the first tasks", func() bool { return ta.shadow.Stats().Tasks == 2 })
+	const n = 30
+	for i := range n {
+		task := &wire.Task{TaskId: fmt.Sprintf("s-%d", i), Class: "batch-infer", SlaMs: 2000, CostMs: 200}
+		if p, ok := cl.DecideLocal(task); !ok || p != 0 {
+			t.Fatalf("task %d: local %d %v, want 0", i, p, ok)
+		}
+		finish(t, cl, task) // the queue stays short: the serving model says 0
+	}
+	waitFor(t, 5*time.Second, "shadow to see the local decisions", func() bool { return ta.shadow.Stats().Tasks == 2+n })
+	// Serving 0 (the SLA-and-queue model on a short queue), candidate 4.
+	if st := ta.shadow.Stats(); st.Confusion[0][4] != 2+n || st.Agree != 0 {
+		t.Fatalf("shadow stats %+v", st)
+	}
+}
