@@ -36,6 +36,7 @@ type Agent struct {
 	shadow  *shadowEval
 	batch   *batcher
 	tracker *tracker         // the tasks in flight: feature 0 and the experience log
+	table   *tableProducer   // the decision tables of local decisions
 	asm     *state.Assembler // the state vectors and the class statistics
 	signals NodeSignals
 	node    atomic.Pointer[nodeSnapshot]
@@ -105,6 +106,7 @@ func New(cfg Config) (a *Agent, err error) {
 		}
 	}()
 	a.metrics = newMetrics(a)
+	a.table = newTableProducer(a, cfg.TableInterval, cfg.TableMaxCells)
 	if a.guard, err = newGuard(cfg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}

@@ -114,6 +114,12 @@ type Config struct {
 	MaxPending  int
 	// StateInterval is how often the node-state snapshot is refreshed; default 100ms.
 	StateInterval time.Duration
+	// TableInterval is how often a decision table that clients subscribe
+	// to is brought up to date (docs/local-decisions.md); default
+	// DefaultTableInterval. TableMaxCells bounds its cells; default
+	// DefaultTableMaxCells (the classes asked about least stay out).
+	TableInterval time.Duration
+	TableMaxCells int
 
 	// Guard is the controller (policy/control: codel-lifo, shed-pi,
 	// gradient2) that decides the tasks the model is unsure of: where its
@@ -185,6 +191,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.StateInterval <= 0 {
 		c.StateInterval = DefaultStateInterval
+	}
+	if c.TableInterval <= 0 {
+		c.TableInterval = DefaultTableInterval
+	}
+	if c.TableMaxCells <= 0 {
+		c.TableMaxCells = DefaultTableMaxCells
 	}
 	if c.FlamegraphInterval <= 0 {
 		c.FlamegraphInterval = DefaultFGInterval

@@ -47,6 +47,7 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 	costs := sc.costs[:0]
 	for i, t := range tasks {
 		descs[i] = descriptor(t)
+		a.table.observe(&descs[i], start)
 		in := a.asm.TaskInputs(&node.inputs, &descs[i], qlen, start)
 		in.InFlightMs = work
 		states[i] = policy.Vector(&in)

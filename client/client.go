@@ -31,7 +31,9 @@ type Client struct {
 	cancel context.CancelFunc
 	reqID  atomic.Uint64
 
-	reconnects atomic.Int64
+	reconnects  atomic.Int64
+	remoteTasks atomic.Int64  // tasks decided by a call to the agent
+	local       *localDecider // nil unless Config.LocalDecisions
 }
 
 // Dial connects to the agent at addr ("host:port") and says Hello; the
@@ -47,8 +49,16 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 		c.cancel()
 		return nil, err
 	}
+	if cfg.LocalDecisions {
+		c.local = newLocalDecider(c)
+		go c.local.runTables(c.ctx)
+		go c.local.runReports(c.ctx)
+	}
 	return c, nil
 }
+
+// localFlushTimeout bounds the last report of local decisions at Close.
+const localFlushTimeout = time.Second
 
 // Reconnects counts the connections made after the first.
 func (c *Client) Reconnects() int64 { return c.reconnects.Load() }
@@ -62,6 +72,15 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	s := c.sess
+	c.mu.Unlock()
+	if c.local != nil && s != nil && s.alive() {
+		// The agent should count what was decided locally: report it
+		// before the connection goes.
+		ctx, cancel := context.WithTimeout(c.ctx, localFlushTimeout)
+		c.local.flushOn(ctx, s)
+		cancel()
+	}
+	c.mu.Lock()
 	c.sess = nil
 	c.mu.Unlock()
 	c.cancel()
@@ -219,12 +238,35 @@ func retryable(err error) bool {
 // carries the id back in the field(s) it was sent in; wire.TaskID(decision)
 // is the id either way. An id over the limit fails here, before anything
 // is sent (wire.ErrBadTaskID).
+//
+// With Config.LocalDecisions, a call whose every task the current decision
+// table answers is decided locally (its decisions carry no Q-values; the
+// response names the table's model and node-state epoch); otherwise the
+// whole call goes to the agent.
 func (c *Client) Decide(ctx context.Context, tasks []*wire.Task) (*wire.DecideResponse, error) {
 	for i, t := range tasks {
 		if err := wire.CheckTaskID(t); err != nil {
 			return nil, fmt.Errorf("task %d: %w", i, err)
 		}
 	}
+	if resp := c.decideFromTable(tasks); resp != nil {
+		return resp, nil
+	}
+	return c.decideRemote(ctx, tasks)
+}
+
+// DecideRemote is Decide by a call to the agent, whether or not a table
+// could answer.
+func (c *Client) DecideRemote(ctx context.Context, tasks []*wire.Task) (*wire.DecideResponse, error) {
+	for i, t := range tasks {
+		if err := wire.CheckTaskID(t); err != nil {
+			return nil, fmt.Errorf("task %d: %w", i, err)
+		}
+	}
+	return c.decideRemote(ctx, tasks)
+}
+
+func (c *Client) decideRemote(ctx context.Context, tasks []*wire.Task) (*wire.DecideResponse, error) {
 	req := &wire.Envelope{Body: &wire.Envelope_DecideRequest{DecideRequest: &wire.DecideRequest{ReqId: c.reqID.Add(1), Tasks: tasks}}}
 	env, err := c.call(ctx, req, req.GetDecideRequest().GetReqId())
 	if err != nil {
@@ -237,21 +279,41 @@ func (c *Client) Decide(ctx context.Context, tasks []*wire.Task) (*wire.DecideRe
 	if len(resp.GetDecisions()) != len(tasks) {
 		return nil, fmt.Errorf("%w: %d decisions for %d tasks", wire.ErrMalformed, len(resp.GetDecisions()), len(tasks))
 	}
+	c.remoteTasks.Add(int64(len(tasks)))
+	if c.local != nil {
+		c.local.remote.Add(int64(len(tasks)))
+	}
 	return resp, nil
 }
 
 // ReportOutcomes reports finished tasks and returns how many the agent
 // accepted. An outcome names its task as the task was named (TaskId, or
 // the numeric Id).
+//
+// With Config.LocalDecisions, the local decisions made before the call are
+// reported first, so the agent knows every task an outcome names.
 func (c *Client) ReportOutcomes(ctx context.Context, outcomes []*wire.Outcome) (int, error) {
 	for i, o := range outcomes {
 		if err := wire.CheckTaskID(o); err != nil {
 			return 0, fmt.Errorf("outcome %d: %w", i, err)
 		}
 	}
+	if c.local != nil {
+		c.local.flush(ctx)
+		// Counted before the call: the queue estimate takes the tasks
+		// off as soon as their outcomes are on their way.
+		c.local.outcomes.Add(int64(len(outcomes)))
+	}
 	id := c.reqID.Add(1)
 	req := &wire.Envelope{Body: &wire.Envelope_OutcomeReport{OutcomeReport: &wire.OutcomeReport{ReqId: id, Outcomes: outcomes}}}
 	env, err := c.call(ctx, req, id)
+	if c.local != nil {
+		if err != nil {
+			c.local.outcomes.Add(-int64(len(outcomes))) // the agent still counts them
+		} else {
+			c.local.outAcked.Add(int64(len(outcomes)))
+		}
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -59,6 +59,19 @@ type Config struct {
 	// for lossy paths. Default 250ms; negative disables it.
 	DatagramAfter time.Duration
 
+	// LocalDecisions makes Decide answer from the decision table the agent
+	// pushes (docs/local-decisions.md) when the table is fresh and has a
+	// cell for every task of the call, without a round trip; other calls go
+	// to the agent. DecideLocal is the allocation-free path for one task.
+	// An agent that publishes no tables gets every task, as without it.
+	LocalDecisions bool
+	// MaxStaleness is the oldest table decided from: older, every task goes
+	// to the agent until a newer table comes. Default 50ms.
+	MaxStaleness time.Duration
+	// LocalReportEvery is how often local decisions are reported to the
+	// agent (sooner when 512 are waiting). Default 2ms.
+	LocalReportEvery time.Duration
+
 	// Transport, when set, dials through this QUIC transport (to count bytes,
 	// to share a socket); nil makes a fresh UDP socket per connection.
 	Transport *quic.Transport
@@ -108,6 +121,8 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	def(&c.MinBackoff, 50*time.Millisecond)
 	def(&c.MaxBackoff, 5*time.Second)
+	def(&c.MaxStaleness, 50*time.Millisecond)
+	def(&c.LocalReportEvery, 2*time.Millisecond)
 	if c.SubscribeQueue <= 0 {
 		c.SubscribeQueue = 16
 	}

@@ -370,6 +370,8 @@ func (cs *callStream) readLoop() {
 			id = b.DecideResponse.GetReqId()
 		case *wire.Envelope_OutcomeAccepted:
 			id = b.OutcomeAccepted.GetReqId()
+		case *wire.Envelope_LocalAccepted:
+			id = b.LocalAccepted.GetReqId()
 		case *wire.Envelope_Error:
 			id = b.Error.GetReqId()
 			if id == 0 {

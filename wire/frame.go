@@ -153,6 +153,16 @@ func (fr *FrameReader) Read(m *Envelope) error {
 	return fr.decode(fr.frame, m)
 }
 
+// LastFrame is the size of the last frame read (its length prefix not
+// included) and its codec kind (full or delta): what a subscriber counts
+// to know what its updates cost on the wire.
+func (fr *FrameReader) LastFrame() (bytes int, kind codec.Kind) {
+	if len(fr.frame) == 0 {
+		return 0, 0
+	}
+	return len(fr.frame), codec.Kind(fr.frame[0])
+}
+
 func (fr *FrameReader) decode(frame []byte, m *Envelope) error {
 	var err error
 	if fr.payload, err = fr.dec.DecodeAll(frame, fr.payload[:0]); err != nil {

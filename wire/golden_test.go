@@ -21,6 +21,9 @@ func TestSchemaGolden(t *testing.T) {
 		"decide_response": &Envelope{Body: &Envelope_DecideResponse{DecideResponse: &DecideResponse{ReqId: 9, Decisions: []*Decision{{Id: 1, Priority: 4, Q: []float32{0, 0.5, 1, 1.5, 2}}}, Model: "bootstrap-0", StateEpoch: 77}}},
 		"node_state":      snapshot(5),
 		"hello":           &Envelope{Body: &Envelope_Hello{Hello: &Hello{Version: ProtocolVersion, Token: "t0ken"}}},
+		"decision_table":  &Envelope{Body: &Envelope_DecisionTable{DecisionTable: validTable()}},
+		"local_report": &Envelope{Body: &Envelope_LocalReport{LocalReport: &LocalReport{ReqId: 3, Decisions: []*LocalDecision{
+			{Task: &Task{TaskId: "job-1", Class: "a", SlaMs: 20, CostMs: 1.5}, Priority: 4, TableEpoch: 7, Cell: 5, AgeUs: 1200}}}}},
 	}
 	for name, m := range msgs {
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)

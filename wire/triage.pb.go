@@ -34,6 +34,10 @@ type SubscribeMode int32
 const (
 	SubscribeMode_SUBSCRIBE_MODE_STREAM   SubscribeMode = 0 // snapshots pushed on this stream as deltas of the previous one
 	SubscribeMode_SUBSCRIBE_MODE_DATAGRAM SubscribeMode = 1 // snapshots as QUIC datagrams, deltas of the last acknowledged one
+	// Decision tables (DecisionTable) pushed on this stream, each a delta of
+	// the previous one, for deciding locally (docs/local-decisions.md). An
+	// agent without tables answers Error{unsupported} and ends the stream.
+	SubscribeMode_SUBSCRIBE_MODE_TABLE SubscribeMode = 2
 )
 
 // Enum value maps for SubscribeMode.
@@ -41,10 +45,12 @@ var (
 	SubscribeMode_name = map[int32]string{
 		0: "SUBSCRIBE_MODE_STREAM",
 		1: "SUBSCRIBE_MODE_DATAGRAM",
+		2: "SUBSCRIBE_MODE_TABLE",
 	}
 	SubscribeMode_value = map[string]int32{
 		"SUBSCRIBE_MODE_STREAM":   0,
 		"SUBSCRIBE_MODE_DATAGRAM": 1,
+		"SUBSCRIBE_MODE_TABLE":    2,
 	}
 )
 
@@ -939,6 +945,387 @@ func (x *Error) GetReqId() uint64 {
 	return 0
 }
 
+// DecisionTable is the agent's policy, its guard included, evaluated over a
+// grid of the per-task inputs (class, SLA, expected cost, tasks in flight)
+// for the node as it is now: a client decides a task that falls in a cell
+// locally, with the cell's level, and reports the decision (LocalReport).
+// docs/local-decisions.md has the grid, the epoch and the staleness rules.
+type DecisionTable struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Changes whenever a cell's state or level changes; it never repeats
+	// across restarts of the agent. Local decisions name it.
+	Epoch    uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Model    string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`                        // version of the model the cells were evaluated with
+	AgeUs    uint32 `protobuf:"varint,3,opt,name=age_us,json=ageUs,proto3" json:"age_us,omitempty"`          // how long before this push the agent last brought the table up to date
+	QueueLen uint32 `protobuf:"varint,4,opt,name=queue_len,json=queueLen,proto3" json:"queue_len,omitempty"` // tasks the agent tracked in flight at that time
+	// Queue rows: row r holds queue lengths in [queue_edges[r],
+	// queue_edges[r+1]); the last row is open above; queue_edges[0] is 0.
+	QueueEdges    []float32     `protobuf:"fixed32,5,rep,packed,name=queue_edges,json=queueEdges,proto3" json:"queue_edges,omitempty"`
+	Classes       []*TableClass `protobuf:"bytes,6,rep,name=classes,proto3" json:"classes,omitempty"`
+	State         *NodeState    `protobuf:"bytes,7,opt,name=state,proto3" json:"state,omitempty"` // the node-state snapshot the cells were built from
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecisionTable) Reset() {
+	*x = DecisionTable{}
+	mi := &file_triage_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecisionTable) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecisionTable) ProtoMessage() {}
+
+func (x *DecisionTable) ProtoReflect() protoreflect.Message {
+	mi := &file_triage_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecisionTable.ProtoReflect.Descriptor instead.
+func (*DecisionTable) Descriptor() ([]byte, []int) {
+	return file_triage_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DecisionTable) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *DecisionTable) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *DecisionTable) GetAgeUs() uint32 {
+	if x != nil {
+		return x.AgeUs
+	}
+	return 0
+}
+
+func (x *DecisionTable) GetQueueLen() uint32 {
+	if x != nil {
+		return x.QueueLen
+	}
+	return 0
+}
+
+func (x *DecisionTable) GetQueueEdges() []float32 {
+	if x != nil {
+		return x.QueueEdges
+	}
+	return nil
+}
+
+func (x *DecisionTable) GetClasses() []*TableClass {
+	if x != nil {
+		return x.Classes
+	}
+	return nil
+}
+
+func (x *DecisionTable) GetState() *NodeState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+// TableClass is one task class's part of a DecisionTable. A task of a class
+// not listed, or whose SLA or cost lies in no interval, is not answered.
+type TableClass struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // the class as the agent keys it
+	// SLA intervals [sla_lo_ms[i], sla_hi_ms[i]), ascending and disjoint. A
+	// task without an SLA has sla_ms 0.
+	SlaLoMs []float32 `protobuf:"fixed32,2,rep,packed,name=sla_lo_ms,json=slaLoMs,proto3" json:"sla_lo_ms,omitempty"`
+	SlaHiMs []float32 `protobuf:"fixed32,3,rep,packed,name=sla_hi_ms,json=slaHiMs,proto3" json:"sla_hi_ms,omitempty"`
+	// Expected-cost intervals, the same way. Cost column 0 is a task without
+	// a cost (cost_ms 0: the agent uses the class's mean); column 1+i is
+	// interval i.
+	CostLoMs []float32 `protobuf:"fixed32,4,rep,packed,name=cost_lo_ms,json=costLoMs,proto3" json:"cost_lo_ms,omitempty"`
+	CostHiMs []float32 `protobuf:"fixed32,5,rep,packed,name=cost_hi_ms,json=costHiMs,proto3" json:"cost_hi_ms,omitempty"`
+	// One byte per cell, index (sla × (len(cost_lo_ms) + 1) + cost column) ×
+	// len(queue_edges) + queue row: the priority 0..4, or 255 where the table
+	// has no answer (the task goes to the agent).
+	Levels        []byte `protobuf:"bytes,6,opt,name=levels,proto3" json:"levels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TableClass) Reset() {
+	*x = TableClass{}
+	mi := &file_triage_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TableClass) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TableClass) ProtoMessage() {}
+
+func (x *TableClass) ProtoReflect() protoreflect.Message {
+	mi := &file_triage_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TableClass.ProtoReflect.Descriptor instead.
+func (*TableClass) Descriptor() ([]byte, []int) {
+	return file_triage_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *TableClass) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TableClass) GetSlaLoMs() []float32 {
+	if x != nil {
+		return x.SlaLoMs
+	}
+	return nil
+}
+
+func (x *TableClass) GetSlaHiMs() []float32 {
+	if x != nil {
+		return x.SlaHiMs
+	}
+	return nil
+}
+
+func (x *TableClass) GetCostLoMs() []float32 {
+	if x != nil {
+		return x.CostLoMs
+	}
+	return nil
+}
+
+func (x *TableClass) GetCostHiMs() []float32 {
+	if x != nil {
+		return x.CostHiMs
+	}
+	return nil
+}
+
+func (x *TableClass) GetLevels() []byte {
+	if x != nil {
+		return x.Levels
+	}
+	return nil
+}
+
+// LocalDecision is a decision a client took from a DecisionTable.
+type LocalDecision struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Task       *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`                                // the task as it was decided (id, class, SLA, cost, tenant)
+	Priority   uint32                 `protobuf:"varint,2,opt,name=priority,proto3" json:"priority,omitempty"`                       // the level the client served
+	TableEpoch uint64                 `protobuf:"varint,3,opt,name=table_epoch,json=tableEpoch,proto3" json:"table_epoch,omitempty"` // the table it decided from
+	// The cell it decided from: cells are numbered across the table's
+	// classes in order (a class's cells start after the previous class's).
+	Cell          uint32 `protobuf:"varint,4,opt,name=cell,proto3" json:"cell,omitempty"`
+	AgeUs         uint32 `protobuf:"varint,5,opt,name=age_us,json=ageUs,proto3" json:"age_us,omitempty"` // how long before the report was sent the decision was taken
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocalDecision) Reset() {
+	*x = LocalDecision{}
+	mi := &file_triage_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalDecision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalDecision) ProtoMessage() {}
+
+func (x *LocalDecision) ProtoReflect() protoreflect.Message {
+	mi := &file_triage_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalDecision.ProtoReflect.Descriptor instead.
+func (*LocalDecision) Descriptor() ([]byte, []int) {
+	return file_triage_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *LocalDecision) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *LocalDecision) GetPriority() uint32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *LocalDecision) GetTableEpoch() uint64 {
+	if x != nil {
+		return x.TableEpoch
+	}
+	return 0
+}
+
+func (x *LocalDecision) GetCell() uint32 {
+	if x != nil {
+		return x.Cell
+	}
+	return 0
+}
+
+func (x *LocalDecision) GetAgeUs() uint32 {
+	if x != nil {
+		return x.AgeUs
+	}
+	return 0
+}
+
+// LocalReport tells the agent of decisions taken locally, so that they
+// count in its queue, experience log and shadow evaluation like its own.
+// It is answered with LocalAccepted (or an Error with the same req_id).
+type LocalReport struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReqId         uint64                 `protobuf:"varint,1,opt,name=req_id,json=reqId,proto3" json:"req_id,omitempty"`
+	Decisions     []*LocalDecision       `protobuf:"bytes,2,rep,name=decisions,proto3" json:"decisions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocalReport) Reset() {
+	*x = LocalReport{}
+	mi := &file_triage_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalReport) ProtoMessage() {}
+
+func (x *LocalReport) ProtoReflect() protoreflect.Message {
+	mi := &file_triage_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalReport.ProtoReflect.Descriptor instead.
+func (*LocalReport) Descriptor() ([]byte, []int) {
+	return file_triage_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *LocalReport) GetReqId() uint64 {
+	if x != nil {
+		return x.ReqId
+	}
+	return 0
+}
+
+func (x *LocalReport) GetDecisions() []*LocalDecision {
+	if x != nil {
+		return x.Decisions
+	}
+	return nil
+}
+
+type LocalAccepted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReqId         uint64                 `protobuf:"varint,1,opt,name=req_id,json=reqId,proto3" json:"req_id,omitempty"`
+	Accepted      uint32                 `protobuf:"varint,2,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocalAccepted) Reset() {
+	*x = LocalAccepted{}
+	mi := &file_triage_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalAccepted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalAccepted) ProtoMessage() {}
+
+func (x *LocalAccepted) ProtoReflect() protoreflect.Message {
+	mi := &file_triage_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalAccepted.ProtoReflect.Descriptor instead.
+func (*LocalAccepted) Descriptor() ([]byte, []int) {
+	return file_triage_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *LocalAccepted) GetReqId() uint64 {
+	if x != nil {
+		return x.ReqId
+	}
+	return 0
+}
+
+func (x *LocalAccepted) GetAccepted() uint32 {
+	if x != nil {
+		return x.Accepted
+	}
+	return 0
+}
+
 type Envelope struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Body:
@@ -953,6 +1340,9 @@ type Envelope struct {
 	//	*Envelope_NodeState
 	//	*Envelope_Ack
 	//	*Envelope_Error
+	//	*Envelope_DecisionTable
+	//	*Envelope_LocalReport
+	//	*Envelope_LocalAccepted
 	Body          isEnvelope_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -960,7 +1350,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_triage_proto_msgTypes[13]
+	mi := &file_triage_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1362,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_triage_proto_msgTypes[13]
+	mi := &file_triage_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1375,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_triage_proto_rawDescGZIP(), []int{13}
+	return file_triage_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Envelope) GetBody() isEnvelope_Body {
@@ -1085,6 +1475,33 @@ func (x *Envelope) GetError() *Error {
 	return nil
 }
 
+func (x *Envelope) GetDecisionTable() *DecisionTable {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_DecisionTable); ok {
+			return x.DecisionTable
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetLocalReport() *LocalReport {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_LocalReport); ok {
+			return x.LocalReport
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetLocalAccepted() *LocalAccepted {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_LocalAccepted); ok {
+			return x.LocalAccepted
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Body interface {
 	isEnvelope_Body()
 }
@@ -1129,6 +1546,18 @@ type Envelope_Error struct {
 	Error *Error `protobuf:"bytes,10,opt,name=error,proto3,oneof"`
 }
 
+type Envelope_DecisionTable struct {
+	DecisionTable *DecisionTable `protobuf:"bytes,11,opt,name=decision_table,json=decisionTable,proto3,oneof"`
+}
+
+type Envelope_LocalReport struct {
+	LocalReport *LocalReport `protobuf:"bytes,12,opt,name=local_report,json=localReport,proto3,oneof"`
+}
+
+type Envelope_LocalAccepted struct {
+	LocalAccepted *LocalAccepted `protobuf:"bytes,13,opt,name=local_accepted,json=localAccepted,proto3,oneof"`
+}
+
 func (*Envelope_Hello) isEnvelope_Body() {}
 
 func (*Envelope_HelloOk) isEnvelope_Body() {}
@@ -1149,6 +1578,12 @@ func (*Envelope_Ack) isEnvelope_Body() {}
 
 func (*Envelope_Error) isEnvelope_Body() {}
 
+func (*Envelope_DecisionTable) isEnvelope_Body() {}
+
+func (*Envelope_LocalReport) isEnvelope_Body() {}
+
+func (*Envelope_LocalAccepted) isEnvelope_Body() {}
+
 // StateRequest asks for the current node state (it has no fields).
 type StateRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1158,7 +1593,7 @@ type StateRequest struct {
 
 func (x *StateRequest) Reset() {
 	*x = StateRequest{}
-	mi := &file_triage_proto_msgTypes[14]
+	mi := &file_triage_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1170,7 +1605,7 @@ func (x *StateRequest) String() string {
 func (*StateRequest) ProtoMessage() {}
 
 func (x *StateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_triage_proto_msgTypes[14]
+	mi := &file_triage_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1183,7 +1618,7 @@ func (x *StateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateRequest.ProtoReflect.Descriptor instead.
 func (*StateRequest) Descriptor() ([]byte, []int) {
-	return file_triage_proto_rawDescGZIP(), []int{14}
+	return file_triage_proto_rawDescGZIP(), []int{19}
 }
 
 var File_triage_proto protoreflect.FileDescriptor
@@ -1255,7 +1690,39 @@ const file_triage_proto_rawDesc = "" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x15\n" +
-	"\x06req_id\x18\x03 \x01(\x04R\x05reqId\"\xef\x04\n" +
+	"\x06req_id\x18\x03 \x01(\x04R\x05reqId\"\xf7\x01\n" +
+	"\rDecisionTable\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x15\n" +
+	"\x06age_us\x18\x03 \x01(\rR\x05ageUs\x12\x1b\n" +
+	"\tqueue_len\x18\x04 \x01(\rR\bqueueLen\x12\x1f\n" +
+	"\vqueue_edges\x18\x05 \x03(\x02R\n" +
+	"queueEdges\x124\n" +
+	"\aclasses\x18\x06 \x03(\v2\x1a.triage.wire.v1.TableClassR\aclasses\x12/\n" +
+	"\x05state\x18\a \x01(\v2\x19.triage.wire.v1.NodeStateR\x05state\"\xac\x01\n" +
+	"\n" +
+	"TableClass\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\tsla_lo_ms\x18\x02 \x03(\x02R\aslaLoMs\x12\x1a\n" +
+	"\tsla_hi_ms\x18\x03 \x03(\x02R\aslaHiMs\x12\x1c\n" +
+	"\n" +
+	"cost_lo_ms\x18\x04 \x03(\x02R\bcostLoMs\x12\x1c\n" +
+	"\n" +
+	"cost_hi_ms\x18\x05 \x03(\x02R\bcostHiMs\x12\x16\n" +
+	"\x06levels\x18\x06 \x01(\fR\x06levels\"\xa1\x01\n" +
+	"\rLocalDecision\x12(\n" +
+	"\x04task\x18\x01 \x01(\v2\x14.triage.wire.v1.TaskR\x04task\x12\x1a\n" +
+	"\bpriority\x18\x02 \x01(\rR\bpriority\x12\x1f\n" +
+	"\vtable_epoch\x18\x03 \x01(\x04R\n" +
+	"tableEpoch\x12\x12\n" +
+	"\x04cell\x18\x04 \x01(\rR\x04cell\x12\x15\n" +
+	"\x06age_us\x18\x05 \x01(\rR\x05ageUs\"a\n" +
+	"\vLocalReport\x12\x15\n" +
+	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x12;\n" +
+	"\tdecisions\x18\x02 \x03(\v2\x1d.triage.wire.v1.LocalDecisionR\tdecisions\"B\n" +
+	"\rLocalAccepted\x12\x15\n" +
+	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x12\x1a\n" +
+	"\baccepted\x18\x02 \x01(\rR\baccepted\"\xc1\x06\n" +
 	"\bEnvelope\x12-\n" +
 	"\x05hello\x18\x01 \x01(\v2\x15.triage.wire.v1.HelloH\x00R\x05hello\x124\n" +
 	"\bhello_ok\x18\x02 \x01(\v2\x17.triage.wire.v1.HelloOKH\x00R\ahelloOk\x12F\n" +
@@ -1268,12 +1735,16 @@ const file_triage_proto_rawDesc = "" +
 	"node_state\x18\b \x01(\v2\x19.triage.wire.v1.NodeStateH\x00R\tnodeState\x12'\n" +
 	"\x03ack\x18\t \x01(\v2\x13.triage.wire.v1.AckH\x00R\x03ack\x12-\n" +
 	"\x05error\x18\n" +
-	" \x01(\v2\x15.triage.wire.v1.ErrorH\x00R\x05errorB\x06\n" +
+	" \x01(\v2\x15.triage.wire.v1.ErrorH\x00R\x05error\x12F\n" +
+	"\x0edecision_table\x18\v \x01(\v2\x1d.triage.wire.v1.DecisionTableH\x00R\rdecisionTable\x12@\n" +
+	"\flocal_report\x18\f \x01(\v2\x1b.triage.wire.v1.LocalReportH\x00R\vlocalReport\x12F\n" +
+	"\x0elocal_accepted\x18\r \x01(\v2\x1d.triage.wire.v1.LocalAcceptedH\x00R\rlocalAcceptedB\x06\n" +
 	"\x04body\"\x0e\n" +
-	"\fStateRequest*G\n" +
+	"\fStateRequest*a\n" +
 	"\rSubscribeMode\x12\x19\n" +
 	"\x15SUBSCRIBE_MODE_STREAM\x10\x00\x12\x1b\n" +
-	"\x17SUBSCRIBE_MODE_DATAGRAM\x10\x012\xe9\x01\n" +
+	"\x17SUBSCRIBE_MODE_DATAGRAM\x10\x01\x12\x18\n" +
+	"\x14SUBSCRIBE_MODE_TABLE\x10\x022\xe9\x01\n" +
 	"\aDecider\x12G\n" +
 	"\x06Decide\x12\x1d.triage.wire.v1.DecideRequest\x1a\x1e.triage.wire.v1.DecideResponse\x12P\n" +
 	"\x0eReportOutcomes\x12\x1d.triage.wire.v1.OutcomeReport\x1a\x1f.triage.wire.v1.OutcomeAccepted\x12C\n" +
@@ -1292,7 +1763,7 @@ func file_triage_proto_rawDescGZIP() []byte {
 }
 
 var file_triage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_triage_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_triage_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_triage_proto_goTypes = []any{
 	(SubscribeMode)(0),      // 0: triage.wire.v1.SubscribeMode
 	(*Task)(nil),            // 1: triage.wire.v1.Task
@@ -1308,35 +1779,47 @@ var file_triage_proto_goTypes = []any{
 	(*Hello)(nil),           // 11: triage.wire.v1.Hello
 	(*HelloOK)(nil),         // 12: triage.wire.v1.HelloOK
 	(*Error)(nil),           // 13: triage.wire.v1.Error
-	(*Envelope)(nil),        // 14: triage.wire.v1.Envelope
-	(*StateRequest)(nil),    // 15: triage.wire.v1.StateRequest
+	(*DecisionTable)(nil),   // 14: triage.wire.v1.DecisionTable
+	(*TableClass)(nil),      // 15: triage.wire.v1.TableClass
+	(*LocalDecision)(nil),   // 16: triage.wire.v1.LocalDecision
+	(*LocalReport)(nil),     // 17: triage.wire.v1.LocalReport
+	(*LocalAccepted)(nil),   // 18: triage.wire.v1.LocalAccepted
+	(*Envelope)(nil),        // 19: triage.wire.v1.Envelope
+	(*StateRequest)(nil),    // 20: triage.wire.v1.StateRequest
 }
 var file_triage_proto_depIdxs = []int32{
 	1,  // 0: triage.wire.v1.DecideRequest.tasks:type_name -> triage.wire.v1.Task
 	2,  // 1: triage.wire.v1.DecideResponse.decisions:type_name -> triage.wire.v1.Decision
 	5,  // 2: triage.wire.v1.OutcomeReport.outcomes:type_name -> triage.wire.v1.Outcome
 	0,  // 3: triage.wire.v1.Subscribe.mode:type_name -> triage.wire.v1.SubscribeMode
-	11, // 4: triage.wire.v1.Envelope.hello:type_name -> triage.wire.v1.Hello
-	12, // 5: triage.wire.v1.Envelope.hello_ok:type_name -> triage.wire.v1.HelloOK
-	3,  // 6: triage.wire.v1.Envelope.decide_request:type_name -> triage.wire.v1.DecideRequest
-	4,  // 7: triage.wire.v1.Envelope.decide_response:type_name -> triage.wire.v1.DecideResponse
-	6,  // 8: triage.wire.v1.Envelope.outcome_report:type_name -> triage.wire.v1.OutcomeReport
-	7,  // 9: triage.wire.v1.Envelope.outcome_accepted:type_name -> triage.wire.v1.OutcomeAccepted
-	9,  // 10: triage.wire.v1.Envelope.subscribe:type_name -> triage.wire.v1.Subscribe
-	8,  // 11: triage.wire.v1.Envelope.node_state:type_name -> triage.wire.v1.NodeState
-	10, // 12: triage.wire.v1.Envelope.ack:type_name -> triage.wire.v1.Ack
-	13, // 13: triage.wire.v1.Envelope.error:type_name -> triage.wire.v1.Error
-	3,  // 14: triage.wire.v1.Decider.Decide:input_type -> triage.wire.v1.DecideRequest
-	6,  // 15: triage.wire.v1.Decider.ReportOutcomes:input_type -> triage.wire.v1.OutcomeReport
-	15, // 16: triage.wire.v1.Decider.GetState:input_type -> triage.wire.v1.StateRequest
-	4,  // 17: triage.wire.v1.Decider.Decide:output_type -> triage.wire.v1.DecideResponse
-	7,  // 18: triage.wire.v1.Decider.ReportOutcomes:output_type -> triage.wire.v1.OutcomeAccepted
-	8,  // 19: triage.wire.v1.Decider.GetState:output_type -> triage.wire.v1.NodeState
-	17, // [17:20] is the sub-list for method output_type
-	14, // [14:17] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	15, // 4: triage.wire.v1.DecisionTable.classes:type_name -> triage.wire.v1.TableClass
+	8,  // 5: triage.wire.v1.DecisionTable.state:type_name -> triage.wire.v1.NodeState
+	1,  // 6: triage.wire.v1.LocalDecision.task:type_name -> triage.wire.v1.Task
+	16, // 7: triage.wire.v1.LocalReport.decisions:type_name -> triage.wire.v1.LocalDecision
+	11, // 8: triage.wire.v1.Envelope.hello:type_name -> triage.wire.v1.Hello
+	12, // 9: triage.wire.v1.Envelope.hello_ok:type_name -> triage.wire.v1.HelloOK
+	3,  // 10: triage.wire.v1.Envelope.decide_request:type_name -> triage.wire.v1.DecideRequest
+	4,  // 11: triage.wire.v1.Envelope.decide_response:type_name -> triage.wire.v1.DecideResponse
+	6,  // 12: triage.wire.v1.Envelope.outcome_report:type_name -> triage.wire.v1.OutcomeReport
+	7,  // 13: triage.wire.v1.Envelope.outcome_accepted:type_name -> triage.wire.v1.OutcomeAccepted
+	9,  // 14: triage.wire.v1.Envelope.subscribe:type_name -> triage.wire.v1.Subscribe
+	8,  // 15: triage.wire.v1.Envelope.node_state:type_name -> triage.wire.v1.NodeState
+	10, // 16: triage.wire.v1.Envelope.ack:type_name -> triage.wire.v1.Ack
+	13, // 17: triage.wire.v1.Envelope.error:type_name -> triage.wire.v1.Error
+	14, // 18: triage.wire.v1.Envelope.decision_table:type_name -> triage.wire.v1.DecisionTable
+	17, // 19: triage.wire.v1.Envelope.local_report:type_name -> triage.wire.v1.LocalReport
+	18, // 20: triage.wire.v1.Envelope.local_accepted:type_name -> triage.wire.v1.LocalAccepted
+	3,  // 21: triage.wire.v1.Decider.Decide:input_type -> triage.wire.v1.DecideRequest
+	6,  // 22: triage.wire.v1.Decider.ReportOutcomes:input_type -> triage.wire.v1.OutcomeReport
+	20, // 23: triage.wire.v1.Decider.GetState:input_type -> triage.wire.v1.StateRequest
+	4,  // 24: triage.wire.v1.Decider.Decide:output_type -> triage.wire.v1.DecideResponse
+	7,  // 25: triage.wire.v1.Decider.ReportOutcomes:output_type -> triage.wire.v1.OutcomeAccepted
+	8,  // 26: triage.wire.v1.Decider.GetState:output_type -> triage.wire.v1.NodeState
+	24, // [24:27] is the sub-list for method output_type
+	21, // [21:24] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_triage_proto_init() }
@@ -1344,7 +1827,7 @@ func file_triage_proto_init() {
 	if File_triage_proto != nil {
 		return
 	}
-	file_triage_proto_msgTypes[13].OneofWrappers = []any{
+	file_triage_proto_msgTypes[18].OneofWrappers = []any{
 		(*Envelope_Hello)(nil),
 		(*Envelope_HelloOk)(nil),
 		(*Envelope_DecideRequest)(nil),
@@ -1355,6 +1838,9 @@ func file_triage_proto_init() {
 		(*Envelope_NodeState)(nil),
 		(*Envelope_Ack)(nil),
 		(*Envelope_Error)(nil),
+		(*Envelope_DecisionTable)(nil),
+		(*Envelope_LocalReport)(nil),
+		(*Envelope_LocalAccepted)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1362,7 +1848,7 @@ func file_triage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_triage_proto_rawDesc), len(file_triage_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

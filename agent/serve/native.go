@@ -144,6 +144,11 @@ func (nc *nativeConn) serveStream(str *quic.Stream, fr *wire.FrameReader, fw *wi
 				str.CancelRead(quic.StreamErrorCode(wire.CodeInternal))
 				return
 			}
+		case *wire.Envelope_LocalReport:
+			if err := fw.Write(nc.s.localReport(ctx, body.LocalReport)); err != nil {
+				str.CancelRead(quic.StreamErrorCode(wire.CodeInternal))
+				return
+			}
 		case *wire.Envelope_Subscribe:
 			nc.subscribe(str, fr, fw, body.Subscribe)
 			return

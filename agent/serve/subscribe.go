@@ -85,6 +85,8 @@ func (nc *nativeConn) subscribe(str *quic.Stream, fr *wire.FrameReader, fw *wire
 		go nc.drainAcks(ctx, cancel, str, fr)
 		nc.pushDatagrams(ctx, ds, nc.interval(sub))
 		str.Close()
+	case wire.SubscribeMode_SUBSCRIBE_MODE_TABLE:
+		nc.subscribeTables(ctx, cancel, str, fr, fw, sub)
 	default:
 		nc.failStream(str, fw, wire.CodeUnsupported, fmt.Sprintf("subscribe mode %d", sub.GetMode()))
 	}

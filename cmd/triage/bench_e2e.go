@@ -28,6 +28,7 @@ func runBenchE2E(args []string) error {
 	model := fs.String("model", "", "model for the agent (\"\": its embedded default)")
 	agentBin := fs.String("agent-bin", "", "triage binary to run the agent with (\"\": this one)")
 	concurrency := fs.Int("concurrency", 32, "decide calls in flight at once")
+	decide := fs.String("decide", e2e.DecideLocal, "how the agent run gets priorities: local (from the decision table the agent pushes; tasks it does not answer go to the agent) or remote (a call for every task)")
 	noEBPF := fs.Bool("no-ebpf", false, "run the agent without eBPF (procfs signals, no profiler)")
 	cpuTime := fs.Bool("cpu-time", false, "count a task's cost as its worker's CPU time instead of wall time (oversubscribed machines then serve slower)")
 	baseline := fs.String("baseline", "reserve-rule", "in-process baselines to run on the same real workers after FIFO, comma-separated, \"all\" or \"none\": "+strings.Join(e2e.BaselineNames, ", "))
@@ -40,13 +41,16 @@ func runBenchE2E(args []string) error {
 	if *scenario == "" {
 		return errors.New("--scenario is required")
 	}
+	if *decide != e2e.DecideLocal && *decide != e2e.DecideRemote {
+		return fmt.Errorf("--decide %q: want %s or %s", *decide, e2e.DecideLocal, e2e.DecideRemote)
+	}
 	sc, err := train.LoadScenario(*scenario)
 	if err != nil {
 		return err
 	}
 	rep, err := e2e.Bench(context.Background(), e2e.BenchConfig{
 		Scenario: sc, Seed: *seed, TimeScale: *scale, CPUTime: *cpuTime, Baseline: *baseline,
-		AgentBin: *agentBin, Model: *model, NoEBPF: *noEBPF, DecideConcurrency: *concurrency, KeepDir: *keep, IODir: *ioDir,
+		AgentBin: *agentBin, Model: *model, NoEBPF: *noEBPF, DecideConcurrency: *concurrency, Decide: *decide, KeepDir: *keep, IODir: *ioDir,
 		OnRun: func(r *e2e.Result) { fmt.Println(r) },
 	})
 	if err != nil {
@@ -64,8 +68,10 @@ func runBenchE2E(args []string) error {
 	writeClassLevels(os.Stdout, sc, rep.Agent)
 	st, fifo, res := rep.Stats, rep.FIFO, rep.Agent
 	fmt.Printf("\nagent goodput %.2fx FIFO's; SLA attainment %.4f vs %.4f\n", rep.GoodputRatio(), res.Metrics.SLAAttainment, fifo.Metrics.SLAAttainment)
-	fmt.Printf("decision round trip over QUIC (request out, answer in): p50 %.0f µs, p99 %.0f µs over %d decisions (%d errors); in the agent (request in, answer out): p50 %.0f µs, p99 %.0f µs, mean %.0f µs, mean batch %.1f tasks\n",
-		st.DecideP50Us, st.DecideP99Us, st.Decisions, st.DecideErrors, st.AgentSideP50Us, st.AgentSideP99Us, st.AgentSideMeanUs, st.MeanBatch)
+	fmt.Printf("decisions (--decide %s): %d local, from the agent's table; %d remote, by a call (%d errors); a task's wait for its priority p50 %.1f µs, p99 %.1f µs\n",
+		st.Decide, st.LocalDecisions, st.RemoteDecisions, st.DecideErrors, st.DecideP50Us, st.DecideP99Us)
+	fmt.Printf("decision round trip over QUIC (request out, answer in): p50 %.0f µs, p99 %.0f µs over %d calls; in the agent (request in, answer out): p50 %.0f µs, p99 %.0f µs, mean %.0f µs, mean batch %.1f tasks\n",
+		st.RemoteDecideP50Us, st.RemoteDecideP99Us, st.RemoteDecisions, st.AgentSideP50Us, st.AgentSideP99Us, st.AgentSideMeanUs, st.MeanBatch)
 	fmt.Printf("agent process: CPU %.1f%% of one core, RSS %.1f MiB (peak %.1f MiB), %d probes attached, %d flame-graph windows, %d experience records\n",
 		st.CPUPercent, st.RSSMiB, st.PeakRSSMiB, st.ProbesAttached, st.FlamegraphWindows, st.ExperienceRecords)
 	if *asJSON {

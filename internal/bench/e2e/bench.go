@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,6 +32,11 @@ type BenchConfig struct {
 	Model             string // the agent's model; "": its embedded default
 	NoEBPF            bool   // run the agent on procfs signals, without the profiler
 	DecideConcurrency int    // decide calls in flight; default 32
+	// Decide is how the agent run gets its priorities: DecideLocal (the
+	// default, "") from the decision table the agent pushes, with the tasks
+	// it does not answer going to the agent; DecideRemote by a call for
+	// every task.
+	Decide string
 	// KeepDir keeps the agent's experience log and flame graphs; "": a
 	// temporary directory, removed.
 	KeepDir string
@@ -70,7 +76,25 @@ type AgentStats struct {
 	ProbesAttached    int     `json:"probes_attached"`
 	TimeScale         float64 `json:"time_scale"`
 	LateStarts        int     `json:"late_starts"`
+	// Decide is the mode (local or remote); LocalDecisions and
+	// RemoteDecisions count the tasks decided from the agent's table and
+	// by a call to it. decide_p50_us and decide_p99_us are over every
+	// task's wait for its priority; the remote ones over the calls alone.
+	Decide            string  `json:"decide"`
+	LocalDecisions    int     `json:"local_decisions"`
+	RemoteDecisions   int     `json:"remote_decisions"`
+	RemoteDecideP50Us float64 `json:"remote_decide_p50_us"`
+	RemoteDecideP99Us float64 `json:"remote_decide_p99_us"`
 }
+
+// The modes of BenchConfig.Decide.
+const (
+	DecideLocal  = "local"
+	DecideRemote = "remote"
+)
+
+// ErrDecideMode reports a --decide that is neither local nor remote.
+var ErrDecideMode = errors.New("e2e: --decide must be local or remote")
 
 // Bench runs a scenario's arrivals on real work: FIFO, then each
 // in-process baseline, then with priorities from a triage agent over QUIC.
@@ -82,6 +106,13 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 	sc := c.Scenario
 	if sc == nil {
 		return nil, ErrNoScenario
+	}
+	switch c.Decide {
+	case "":
+		c.Decide = DecideLocal
+	case DecideLocal, DecideRemote:
+	default:
+		return nil, fmt.Errorf("%w, not %q", ErrDecideMode, c.Decide)
 	}
 	rules, err := Baselines(c.Baseline, sc)
 	if err != nil {
@@ -130,7 +161,8 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		rep.Rules = append(rep.Rules, res)
 		onRun(res)
 	}
-	cl, err := client.Dial(ctx, ag.quicAddr, client.Config{PinSHA256: ag.fingerprint, ServerName: "localhost"})
+	local := c.Decide == DecideLocal
+	cl, err := client.Dial(ctx, ag.quicAddr, client.Config{PinSHA256: ag.fingerprint, ServerName: "localhost", LocalDecisions: local})
 	if err != nil {
 		return nil, fmt.Errorf("dialing the agent: %w", err)
 	}
@@ -139,7 +171,7 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 	u0, _ := proc.ReadUsage(ag.pid)
 	t0 := time.Now()
 	acfg := base
-	acfg.Agent, acfg.DecideConcurrency, acfg.IDBase = cl, c.DecideConcurrency, uint64(time.Now().UnixNano())&^0xffffffff
+	acfg.Agent, acfg.Local, acfg.DecideConcurrency, acfg.IDBase = cl, local, c.DecideConcurrency, uint64(time.Now().UnixNano())&^0xffffffff
 	res, err := Run(ctx, acfg)
 	if err != nil {
 		return nil, fmt.Errorf("agent run: %w", err)
@@ -175,6 +207,9 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		AgentSideP50Us: round3(scraped.p50DecideUs), AgentSideP99Us: round3(scraped.p99DecideUs),
 		ExperienceRecords: records, FlamegraphWindows: scraped.fgWindows, ProbesAttached: scraped.probesAttached,
 		TimeScale: res.TimeScale, LateStarts: rep.FIFO.LateStarts + res.LateStarts,
+		Decide: c.Decide, LocalDecisions: res.LocalDecisions, RemoteDecisions: res.RemoteDecisions,
+		RemoteDecideP50Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.5).Nanoseconds()) / 1e3),
+		RemoteDecideP99Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.99).Nanoseconds()) / 1e3),
 	}
 	return rep, nil
 }

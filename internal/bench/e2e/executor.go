@@ -43,6 +43,10 @@ type Config struct {
 	// Agent, when set, decides each task's priority (the agent policy);
 	// nil serves FIFO.
 	Agent Agent
+	// Local decides each task from the agent's decision table where the
+	// table answers, in the dispatcher, without a round trip (Agent must be
+	// a LocalAgent); the rest go to the agent.
+	Local bool
 	// Rule, when set and Agent is not, decides each task's priority (and
 	// its key within the level) at arrival inside the executor, with no
 	// network: a baseline run on the same real workers as the agent. It
@@ -79,13 +83,19 @@ type Result struct {
 	Label    string
 	Outcomes []train.Outcome // in scenario units (ms of scenario time)
 	Metrics  train.Metrics
-	// DecideLatency is each decide call's round trip (request out to answer
-	// in, wall time), sorted; empty for FIFO.
+	// DecideLatency is how long each task waited for its priority (wall
+	// time): a local decision's lookup, a call's round trip (request out
+	// to answer in); sorted; empty for FIFO. RemoteLatency is the calls'
+	// alone, sorted.
 	DecideLatency []time.Duration
-	DecideErrors  int
-	ReportErrors  int
-	Wall          time.Duration
-	TimeScale     float64
+	RemoteLatency []time.Duration
+	// LocalDecisions and RemoteDecisions count the tasks decided from the
+	// agent's table and by a call.
+	LocalDecisions, RemoteDecisions int
+	DecideErrors                    int
+	ReportErrors                    int
+	Wall                            time.Duration
+	TimeScale                       float64
 	// LateStarts counts arrivals the dispatcher released more than 2 ms
 	// after their scheduled time (a busy machine; the numbers are then
 	// less comparable).
@@ -264,6 +274,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	slices.Sort(lat)
+	slices.Sort(r.res.RemoteLatency)
 	r.res.DecideLatency = lat
 	r.res.Outcomes = r.outs
 	r.res.Metrics = train.Summarise(sc, r.outs)
@@ -281,46 +292,9 @@ func phaseAt(sc *train.Scenario, tSec float64) train.Phase {
 // queue for FIFO, through a decide call for the agent. It returns the
 // decide latencies once every arrival has been placed.
 func (r *run) dispatch(ctx context.Context) []time.Duration {
-	var (
-		jobs    chan int
-		latMu   sync.Mutex
-		lat     []time.Duration
-		errs    int
-		decided sync.WaitGroup
-	)
+	var dec *decider
 	if r.cfg.Agent != nil {
-		jobs = make(chan int, len(r.tasks))
-		lat = make([]time.Duration, 0, len(r.tasks))
-		for k := 0; k < r.cfg.DecideConcurrency; k++ {
-			decided.Add(1)
-			go func() {
-				defer decided.Done()
-				task := &wire.Task{}
-				for i := range jobs {
-					t := &r.tasks[i]
-					*task = wire.Task{
-						Id: r.cfg.IDBase + uint64(i) + 1, Class: r.sc.Classes[t.Class].Name,
-						SlaMs: float32(t.SLAMs), CostMs: float32(t.ExpectedMs), Tenant: r.sc.Classes[t.Class].Tenant,
-					}
-					t0 := time.Now()
-					resp, err := r.cfg.Agent.Decide(ctx, []*wire.Task{task})
-					d := time.Since(t0)
-					level := 0
-					if err == nil && len(resp.GetDecisions()) == 1 {
-						level = int(resp.GetDecisions()[0].GetPriority())
-					}
-					latMu.Lock()
-					if err != nil || len(resp.GetDecisions()) != 1 || level >= 5 {
-						errs++
-						level = 0 // serve it anyway, at the lowest level
-					} else {
-						lat = append(lat, d)
-					}
-					latMu.Unlock()
-					r.enqueue(i, level, t.DeadlineMs())
-				}
-			}()
-		}
+		dec = r.newDecider(ctx)
 	}
 	for i := range r.tasks {
 		at := r.start.Add(time.Duration(r.tasks[i].ArrivalMs * r.scale * float64(time.Millisecond)))
@@ -333,8 +307,8 @@ func (r *run) dispatch(ctx context.Context) []time.Duration {
 			r.res.LateStarts++
 		}
 		switch {
-		case jobs != nil:
-			jobs <- i
+		case dec != nil:
+			dec.place(i)
 		case r.cfg.Rule != nil:
 			level, key := r.ruleLevel(i)
 			r.enqueue(i, level, key)
@@ -342,12 +316,10 @@ func (r *run) dispatch(ctx context.Context) []time.Duration {
 			r.enqueue(i, 0, r.tasks[i].ArrivalMs)
 		}
 	}
-	if jobs != nil {
-		close(jobs)
-		decided.Wait()
+	if dec == nil {
+		return nil
 	}
-	r.res.DecideErrors += errs
-	return lat
+	return dec.finish()
 }
 
 func (r *run) enqueue(i, level int, key float64) {

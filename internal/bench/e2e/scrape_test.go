@@ -20,3 +20,18 @@ func TestHistQuantile(t *testing.T) {
 		t.Fatal("empty")
 	}
 }
+
+// The bench finds the agent's addresses in its serving line, with or
+// without the TCP transport's address.
+func TestServingLine(t *testing.T) {
+	fp := "bfa5971c124739794406d914b02e76c8f4f053db073c1f1fc409833af7f894aa"
+	for _, line := range []string{
+		`time=x level=INFO msg="triage agent serving" quic=127.0.0.1:60743 tcp=127.0.0.1:43091 admin=127.0.0.1:33395 admin_tls=false model=m fingerprint=` + fp + ` node=vm`,
+		`time=x level=INFO msg="triage agent serving" quic=127.0.0.1:60743 admin=127.0.0.1:33395 model=m fingerprint=` + fp,
+	} {
+		m := servingLine.FindStringSubmatch(line)
+		if m == nil || m[1] != "127.0.0.1:60743" || m[2] != "127.0.0.1:33395" || m[3] != fp {
+			t.Fatalf("%q: %q", line, m)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/triage-agent/triage/codec"
+	"github.com/triage-agent/triage/wire"
+)
+
+// Retry delays of the table subscription: after a failure, and after an
+// agent that publishes no tables said so (it may be upgraded meanwhile).
+const (
+	tableRetry            = 100 * time.Millisecond
+	tableUnsupportedRetry = time.Minute
+)
+
+// runTables keeps a table subscription up until ctx ends. Between two
+// subscriptions there is no table: tasks go to the agent.
+func (l *localDecider) runTables(ctx context.Context) {
+	c := l.c
+	for ctx.Err() == nil {
+		s, err := c.session(ctx)
+		if err != nil {
+			continue // session() already waits out the backoff
+		}
+		err = l.tablesOnce(ctx, s)
+		l.table.Store(nil)
+		if ctx.Err() != nil {
+			return
+		}
+		wait := tableRetry
+		var se *ServerError
+		if errors.As(err, &se) && se.Code == wire.CodeUnsupported {
+			if !l.stats.unsupported.Swap(true) {
+				c.cfg.Logger.Info("the agent publishes no decision tables; every task goes to it", "reason", se.Reason)
+			}
+			wait = tableUnsupportedRetry
+		} else {
+			c.cfg.Logger.Debug("decision-table subscription interrupted; resubscribing", "err", err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// interval is how often the client asks for tables: five a staleness
+// bound, so that a table or two may be late before decisions go remote.
+func (l *localDecider) interval() time.Duration {
+	return max(l.c.cfg.MaxStaleness/5, time.Millisecond)
+}
+
+// tablesOnce runs one subscription on one connection until it fails.
+func (l *localDecider) tablesOnce(ctx context.Context, s *session) error {
+	c := l.c
+	str, err := s.conn.OpenStreamSync(ctx)
+	if err != nil {
+		return asServerError(err)
+	}
+	defer str.CancelRead(quic.StreamErrorCode(wire.CodeOK))
+	defer str.Close()
+	fw, err := wire.NewFrameWriter(str, c.codecOpts()...)
+	if err != nil {
+		return err
+	}
+	fr, err := wire.NewFrameReader(str, c.cfg.MaxFrameBytes)
+	if err != nil {
+		return err
+	}
+	ms := uint32(max(l.interval()/time.Millisecond, 1))
+	if err := fw.Write(&wire.Envelope{Body: &wire.Envelope_Subscribe{Subscribe: &wire.Subscribe{Mode: wire.SubscribeMode_SUBSCRIBE_MODE_TABLE, MinIntervalMs: ms}}}); err != nil {
+		return asServerError(err)
+	}
+	stop := context.AfterFunc(ctx, func() { str.CancelRead(quic.StreamErrorCode(wire.CodeOK)) })
+	defer stop()
+	for {
+		var env wire.Envelope
+		if err := fr.Read(&env); err != nil {
+			return asServerError(err)
+		}
+		switch b := env.GetBody().(type) {
+		case *wire.Envelope_DecisionTable:
+			l.countFrame(fr.LastFrame())
+			l.receive(b.DecisionTable, time.Now())
+		case *wire.Envelope_Error:
+			return &ServerError{Code: wire.Code(b.Error.GetCode()), Reason: b.Error.GetReason()}
+		}
+	}
+}
+
+func (l *localDecider) countFrame(n int, kind codec.Kind) {
+	if kind == codec.KindDelta {
+		l.stats.deltaFrames.Add(1)
+		l.stats.deltaBytes.Add(int64(n))
+		return
+	}
+	l.stats.fullFrames.Add(1)
+	l.stats.fullBytes.Add(int64(n))
+}
+
+// receive makes t the current table, unless it fails its checks: the
+// table before it then stays, until it is too old.
+func (l *localDecider) receive(t *wire.DecisionTable, now time.Time) {
+	tb, err := decodeTable(t, now)
+	if err != nil {
+		l.stats.badTables.Add(1)
+		l.c.cfg.Logger.Warn("decision table refused", "epoch", t.GetEpoch(), "err", err)
+		return
+	}
+	tb.base = queueCounts{reported: l.reported.Load(), remote: l.remote.Load(), outAcked: l.outAcked.Load()}
+	l.table.Store(tb)
+	l.stats.tables.Add(1)
+	l.stats.unsupported.Store(false)
+}

@@ -1,0 +1,32 @@
+package guard
+
+import (
+	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/control"
+)
+
+// CanPreview reports whether the guard's controller can answer Preview
+// (every controller of policy/control can).
+func (g *Guard) CanPreview() bool {
+	_, ok := g.c.(control.Previewer)
+	return ok
+}
+
+// Preview is the level Decide would give task t, which the network decided
+// as d, if t arrived now, and the reason, without the controller counting
+// t: what the agent's decision tables publish for each cell. ok is false
+// when the controller cannot preview (CanPreview); the network's own
+// priority is then returned only where it is sure.
+func (g *Guard) Preview(t *control.Task, d *policy.Decision) (level int, why Reason, ok bool) {
+	if why = g.Unsure(d); why == Network {
+		return d.Priority, Network, true
+	}
+	p, can := g.c.(control.Previewer)
+	if !can {
+		return 0, why, false
+	}
+	g.mu.Lock()
+	level, _ = p.Preview(t)
+	g.mu.Unlock()
+	return level, why, true
+}
