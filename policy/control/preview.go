@@ -23,7 +23,11 @@ var (
 	_ Previewer = (*CoDelLIFO)(nil)
 	_ Previewer = (*ShedPI)(nil)
 	_ Previewer = (*Gradient2)(nil)
+	_ Previewer = (*Reserve)(nil)
 )
+
+// Preview implements Previewer: the rule counts nothing.
+func (r *Reserve) Preview(t *Task) (int, float64) { return r.Decide(t) }
 
 // Preview implements Previewer: Decide on a copy of the task's tier, so
 // that an interval which has ended is judged without being closed.
