@@ -125,8 +125,6 @@ func (g *signals) tick() {
 	}
 }
 
-func (g *signals) noise(sigma float64) float64 { return math.Exp(sigma * g.r.NormFloat64()) }
-
 // state builds the state vector of task o arriving now with queueLen tasks
 // decided and not finished (including o's predecessors in service).
 func (g *signals) state(o *Outcome, queueLen int, inFlight *[policy.NumActions]float64, now float64) policy.State {

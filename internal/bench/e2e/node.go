@@ -7,7 +7,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -37,8 +36,6 @@ type node struct {
 	cpus    []int   // the CPU set of workers and neighbours; nil: all
 	dir     string  // where the workers' files are
 	writeMs float64 // one uncontended write+fsync, measured at the start
-	mu      sync.Mutex
-	loads   []*proc.Load
 }
 
 // newNode checks sc's node against this machine and prepares it: the CPU
