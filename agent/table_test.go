@@ -10,6 +10,7 @@ import (
 	"github.com/triage-agent/triage/client"
 	"github.com/triage-agent/triage/experience"
 	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/control"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -190,9 +191,13 @@ func TestTableCarriesTheGuardsDecisions(t *testing.T) {
 	meta := policy.CurrentMetadata("disputed", "test")
 	ta := localAgent(t, Config{ModelPath: writeModelMeta(t, disputedMLP(), meta)})
 	cl := localClient(t, ta, client.Config{})
-	// codel-lifo at idle admits normal work at 2 and urgent work at 4,
-	// where the disputed network would say 4 for everything.
-	if l := untilLocal(t, cl, scoringTask(1)); l != 2 {
+	// The default guard's controller at idle admits normal work (an SLA
+	// over its urgency threshold) at 2 and urgent work at 4, where the
+	// disputed network would say 4 for everything.
+	if DefaultGuard != "gradient2" || control.DefaultGradient2.UrgentMs >= 2000 {
+		t.Fatalf("the test assumes gradient2 with an urgency threshold under the batch class's 2 s SLA: %s, %+v", DefaultGuard, control.DefaultGradient2.Tiers)
+	}
+	if l := untilLocal(t, cl, batchTask(1)); l != 2 {
 		t.Fatalf("normal task decided locally at %d, want the controller's 2", l)
 	}
 	if l := untilLocal(t, cl, urgentTask(2)); l != 4 {
