@@ -75,13 +75,10 @@ func (s *StaticClass) Assign(t *Task, _ *NodeView) (int, float64, error) {
 //     above (NodeView.WaitMs), would start later than three times its SLA is
 //     hopeless: 1, below every tier that can still be served.
 //
-// Why so little demotion: we tried demoting at arrival every task whose
-// predicted wait plus cost exceeded its SLA (least slack first with
-// demotion, as the issue suggests). With the executor's late-work rule it
-// only loses tasks the prediction wrongly gave up on: on the shared
-// scenarios each step of stricter demotion cost 0.5–5 points of SLA
-// attainment (docs/training.md has the table). Least-laxity order within a
-// tier also lost to deadline order, so the rule keeps EDF.
+// It demotes so little because the executor's late-work rule already
+// serves hopeless work last: stricter demotion only loses the tasks a
+// prediction wrongly gives up on (docs/history/training-v1.md has the
+// measurements).
 type SlackRule struct{}
 
 func (SlackRule) Name() string { return "slack-rule" }
@@ -109,14 +106,9 @@ func (SlackRule) Assign(t *Task, v *NodeView) (int, float64, error) {
 // each. Under non-preemptive service what loses urgent tasks is long work
 // holding every worker, and this rule is the plainest way to stop it.
 //
-// What we tried next to it (shared scenarios, docs/training.md has the
-// table): spreading the classes over 4/2/0 or 4/3/0 (the middle tier on a
-// foreground level may take the reserve) lost 2–3 points of SLA
-// attainment in overload and bursty; demoting to background by predicted
-// wait (slack) lost 20; a second, smaller background tier for the middle
-// class, capped at half the node, gained nothing. Background only when the
-// node is nearly full scores the same as this rule: on a node with two or
-// more workers free the task starts at once at any level.
+// The variants it was measured against (more tiers, demotion by
+// predicted wait, a second background tier) are in
+// docs/history/training-v1.md.
 //
 // The rule itself is control.Reserve, which the agent's guard can run too.
 type ReserveRule struct{}

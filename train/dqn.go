@@ -176,7 +176,7 @@ func (c DQNConfig) withDefaults() DQNConfig {
 
 // DefaultBlameWeight is the blame weight of the default model: with 1 the
 // network did not leave enough long work in the background tier; 4 and 6
-// did, 6 the best in real execution (docs/training.md has the runs).
+// did, 6 the best in real execution (docs/history/training-v1.md has the runs).
 const DefaultBlameWeight = 6
 
 // DefaultMissingSources is the default model's per-episode probability of
