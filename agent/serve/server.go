@@ -146,6 +146,23 @@ func (s *Server) Certificate() tls.Certificate { return *s.certs.current().cert 
 // Stats returns the live counters.
 func (s *Server) Stats() *Stats { return &s.stats }
 
+// QUICBytes is the UDP payload bytes sent and received so far on the QUIC
+// connections open now (both ALPNs; QUIC headers, acknowledgements and
+// retransmissions included, as quic-go counts them). A benchmark takes it
+// before and after a run to learn the bytes on the wire without wrapping
+// the client's socket, which would cost quic-go its batched syscalls and
+// its socket buffer sizes.
+func (s *Server) QUICBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n uint64
+	for c := range s.conns {
+		st := c.ConnectionStats()
+		n += st.BytesSent + st.BytesReceived
+	}
+	return int64(n)
+}
+
 // Serve accepts connections on both ports until Close (then it returns
 // ErrClosed) or until a listener fails.
 func (s *Server) Serve() error {
