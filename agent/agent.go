@@ -282,6 +282,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		})
 	}
 	a.ready.Store(true)
+	if released, err := releaseFilePages(); err != nil {
+		a.log.Warn("could not release the file pages mapped at start", "err", err)
+	} else {
+		a.log.Debug("released the file pages mapped at start", "bytes", released)
+	}
 	tcp := "off"
 	if t := a.TCPAddr(); t != nil {
 		tcp = t.String()
