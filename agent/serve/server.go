@@ -12,6 +12,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 
+	"github.com/triage-agent/triage/codec"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -22,6 +23,8 @@ type Server struct {
 	backend Backend
 	certs   *certStore
 	metrics *endpointMetrics
+	// callEncoders encode the answers of every native stream (full frames).
+	callEncoders *wire.EncoderPool
 
 	udp *net.UDPConn
 	tr  *quic.Transport
@@ -77,6 +80,9 @@ func New(cfg Config, backend Backend) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, backend: backend, conns: map[*quic.Conn]struct{}{}, perIP: map[string]int{}, metrics: newEndpointMetrics()}
 	if s.certs, err = newCertStore(&s.cfg); err != nil {
+		return nil, err
+	}
+	if s.callEncoders, err = wire.NewEncoderPool(append(wire.CallOptions(), codec.WithMaxSize(cfg.MaxFrameBytes))...); err != nil {
 		return nil, err
 	}
 	uaddr, err := net.ResolveUDPAddr("udp", cfg.Addr)
