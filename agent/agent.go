@@ -104,6 +104,10 @@ func New(cfg Config) (a *Agent, err error) {
 			built.Close()
 		}
 	}()
+	if cfg.GoMemoryLimit > 0 {
+		limit := applyGoMemoryLimit(cfg.GoMemoryLimit)
+		a.log.Debug("Go memory limit", "bytes", limit, "from_environment", limit != cfg.GoMemoryLimit)
+	}
 	a.metrics = newMetrics(a)
 	if a.guard, err = newGuard(cfg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)

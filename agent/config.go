@@ -94,6 +94,12 @@ type Config struct {
 	// bounds the DWARF read at once to build inline frames.
 	FlamegraphCacheBytes int
 
+	// GoMemoryLimit is the soft limit of the Go runtime's memory in this
+	// process (debug.SetMemoryLimit), set by New: it is process-wide, so 0
+	// (the zero Config's) leaves the runtime as it is; `triage agent`
+	// passes DefaultGoMemoryLimit. GOMEMLIMIT in the environment wins.
+	GoMemoryLimit int64
+
 	// NodeName labels metrics and node-state snapshots (the DaemonSet sets
 	// it from the downward API); "" means the host name.
 	NodeName string
@@ -194,6 +200,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if _, err := profiling.ParseUnwindMode(c.FlamegraphUnwind); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	if c.GoMemoryLimit < 0 {
+		return c, fmt.Errorf("%w: Go memory limit of %d bytes", ErrBadConfig, c.GoMemoryLimit)
 	}
 	if c.FlamegraphCacheBytes < 0 {
 		return c, fmt.Errorf("%w: flame-graph cache of %d bytes", ErrBadConfig, c.FlamegraphCacheBytes)

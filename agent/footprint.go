@@ -2,6 +2,8 @@ package agent
 
 import (
 	"math/bits"
+	"os"
+	"runtime/debug"
 
 	"github.com/triage-agent/triage/bpf"
 )
@@ -33,4 +35,23 @@ func copyRingBytes(cpus int) uint32 {
 		n = 1 << bits.Len32(uint32(want)-1)
 	}
 	return min(n, maxCopyRingBytes)
+}
+
+// DefaultGoMemoryLimit is `triage agent`'s soft limit on the Go runtime's
+// memory (heap, stacks, runtime structures; not ONNX Runtime's C heap, not
+// the mapped binary): with it the heap is collected when it nears the limit
+// instead of when it doubles the live data, which the symboliser's caches
+// make tens of MiB. It is soft: a live heap over it makes the collector
+// run more (at most half the CPU, Go's own bound), never fail.
+const DefaultGoMemoryLimit = 24 << 20
+
+// applyGoMemoryLimit sets the process's soft memory limit to limit bytes
+// unless it is 0 or the environment sets GOMEMLIMIT (the operator's word
+// wins); it returns the limit in force.
+func applyGoMemoryLimit(limit int64) int64 {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); set || limit <= 0 {
+		return debug.SetMemoryLimit(-1)
+	}
+	debug.SetMemoryLimit(limit)
+	return limit
 }
