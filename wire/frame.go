@@ -223,13 +223,16 @@ func unmarshalEnvelope(uo proto.UnmarshalOptions, payload []byte, m *Envelope) e
 }
 
 // CallOptions are the codec options of decide and outcome streams: every
-// frame full (zstd alone, fastest level). Requests carry different tasks
-// each time, so a delta buys little there, and a patch-from delta costs tens
-// of microseconds per frame against about one for a small full frame
-// (docs/endpoint.md has the numbers); node-state snapshots, which change
-// little from one to the next, use deltas (SnapshotOptions).
+// frame full (zstd alone, fastest level, literals stored as they are).
+// Requests carry different tasks each time, so a delta buys little there,
+// and a patch-from delta costs tens of microseconds per frame against about
+// one for a small full frame (docs/endpoint.md has the numbers); node-state
+// snapshots, which change little from one to the next, use deltas
+// (SnapshotOptions). Huffman-coding the literals of a decide call never
+// paid on the payloads measured (docs/footprint.md) and took half the
+// encoding time.
 func CallOptions() []codec.Option {
-	return []codec.Option{codec.WithLevel(1 /* zstd.SpeedFastest */), codec.WithKeyframeInterval(1)}
+	return []codec.Option{codec.WithLevel(1 /* zstd.SpeedFastest */), codec.WithKeyframeInterval(1), codec.WithoutLiteralEntropy()}
 }
 
 // SnapshotOptions are the codec options of node-state pushes (subscribe

@@ -116,3 +116,33 @@ func TestEncoderPoolRefusesBadOptions(t *testing.T) {
 		t.Fatal("a negative frame limit was accepted")
 	}
 }
+
+// The call streams store literals as they are (CallOptions): on decide
+// calls and answers Huffman coding saved nothing, so their frames are no
+// larger without it.
+func TestCallFramesNoLargerWithoutLiteralEntropy(t *testing.T) {
+	answer := &DecideResponse{ReqId: 3, Model: "interim", StateEpoch: 99}
+	for i := 0; i < 64; i++ {
+		answer.Decisions = append(answer.Decisions, &Decision{Id: uint64(100000 + i), Priority: uint32(i % 5), Q: []float32{0.1 * float32(i), -0.3, 0.77, 1.5, -2}})
+	}
+	for name, m := range map[string]*Envelope{"request": decideEnv(64), "answer": {Body: &Envelope_DecideResponse{DecideResponse: answer}}} {
+		var with, without bytes.Buffer
+		a, err := NewFrameWriter(&with, codec.WithLevel(1), codec.WithKeyframeInterval(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := NewFrameWriter(&without, CallOptions()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Write(m); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Write(m); err != nil {
+			t.Fatal(err)
+		}
+		if without.Len() > with.Len() {
+			t.Errorf("%s of 64: %d bytes with CallOptions, %d with literal entropy coding", name, without.Len(), with.Len())
+		}
+	}
+}
