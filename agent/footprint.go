@@ -43,7 +43,7 @@ func copyRingBytes(cpus int) uint32 {
 // instead of when it doubles the live data, which the symboliser's caches
 // make tens of MiB. It is soft: a live heap over it makes the collector
 // run more (at most half the CPU, Go's own bound), never fail.
-const DefaultGoMemoryLimit = 24 << 20
+const DefaultGoMemoryLimit = 48 << 20
 
 // applyGoMemoryLimit sets the process's soft memory limit to limit bytes
 // unless it is 0 or the environment sets GOMEMLIMIT (the operator's word
