@@ -201,11 +201,10 @@ func (b *batcher) linger(n int) {
 
 // run decides the batch with one model call and answers its requests.
 func (b *batcher) run() {
-	states, out := b.states[:0], b.out[:0]
-	if len(b.batch) == 1 {
-		// One request: decide into its own slices, no copy.
-		states, out = b.batch[0].states, b.batch[0].out
-	} else {
+	// One request is decided into its own slices, no copy.
+	states, out := b.batch[0].states, b.batch[0].out
+	if len(b.batch) > 1 {
+		states = b.states[:0]
 		for _, r := range b.batch {
 			states = append(states, r.states...)
 		}
