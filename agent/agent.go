@@ -105,6 +105,10 @@ func New(cfg Config) (a *Agent, err error) {
 			built.Close()
 		}
 	}()
+	if cfg.GoMemoryLimit > 0 {
+		limit := applyGoMemoryLimit(cfg.GoMemoryLimit)
+		a.log.Debug("Go memory limit", "bytes", limit, "from_environment", limit != cfg.GoMemoryLimit)
+	}
 	a.metrics = newMetrics(a)
 	a.table = newTableProducer(a, cfg.TableInterval, cfg.TableMaxCells)
 	if a.guard, err = newGuard(cfg); err != nil {
@@ -284,6 +288,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		})
 	}
 	a.ready.Store(true)
+	if released, err := releaseFilePages(); err != nil {
+		a.log.Warn("could not release the file pages mapped at start", "err", err)
+	} else {
+		a.log.Debug("released the file pages mapped at start", "bytes", released)
+	}
 	tcp := "off"
 	if t := a.TCPAddr(); t != nil {
 		tcp = t.String()

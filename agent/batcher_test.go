@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -228,5 +229,77 @@ func TestBatcherCloseWhileDeciding(t *testing.T) {
 		}
 		b.close()
 		wg.Wait()
+	}
+}
+
+// blockingDecider holds its first Decide until release is closed.
+type blockingDecider struct {
+	policy.Decider
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (d *blockingDecider) Decide(s []policy.State, out []policy.Decision) error {
+	d.once.Do(func() { close(d.entered); <-d.release })
+	return d.Decider.Decide(s, out)
+}
+
+// A caller that runs the batch answers itself; callers that come while it
+// runs wait for the next batch, and one that gives up waiting gets its
+// context's error while the others are still answered.
+func TestBatcherQueuedCallersWhileABatchRuns(t *testing.T) {
+	d := &blockingDecider{Decider: goDecider(), entered: make(chan struct{}), release: make(chan struct{})}
+	var calls atomic.Int64
+	b := newBatcher(d, 0, 64, func(int, time.Duration) { calls.Add(1) })
+	defer b.close()
+	first := make(chan error, 1)
+	go func() {
+		_, err := b.decide(context.Background(), []policy.State{policy.Neutral}, make([]policy.Decision, 1))
+		first <- err
+	}()
+	<-d.entered // the first caller is inside the model
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := b.decide(ctx, []policy.State{policy.Neutral}, make([]policy.Decision, 1))
+		gaveUp <- err
+	}()
+	const waiting = 5
+	var wg sync.WaitGroup
+	errs := make(chan error, waiting)
+	for range waiting {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := make([]policy.Decision, 2)
+			_, err := b.decide(context.Background(), []policy.State{policy.Neutral, policy.Neutral}, out)
+			if err == nil && out[0].Q == ([policy.NumActions]float32{}) {
+				err = errors.New("no Q-values")
+			}
+			errs <- err
+		}()
+	}
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a caller whose context ended: %v", err)
+	}
+	time.Sleep(10 * time.Millisecond) // let the others queue
+	close(d.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first batch, then the queue in one or a few more.
+	if n := calls.Load(); n < 2 || n > 1+waiting+1 {
+		t.Fatalf("%d model calls", n)
+	}
+	if _, err := b.decide(context.Background(), []policy.State{policy.Neutral}, make([]policy.Decision, 1)); err != nil {
+		t.Fatalf("after the queue drained: %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/triage-agent/triage/agent/profiling"
 	"github.com/triage-agent/triage/experience"
+	"github.com/triage-agent/triage/flamegraph"
 	"github.com/triage-agent/triage/policy/control"
 	"github.com/triage-agent/triage/policy/guard"
 )
@@ -89,8 +90,15 @@ type Config struct {
 	// pointers), "dwarf", "fp" (see profiling.UnwindMode).
 	FlamegraphUnwind string
 	// FlamegraphCacheBytes caps the symboliser's cache: symbol tables,
-	// inline indexes, unwind tables, JIT maps; default 16 MiB.
+	// inline indexes, unwind tables, JIT maps; default 16 MiB. It also
+	// bounds the DWARF read at once to build inline frames.
 	FlamegraphCacheBytes int
+
+	// GoMemoryLimit is the soft limit of the Go runtime's memory in this
+	// process (debug.SetMemoryLimit), set by New: it is process-wide, so 0
+	// (the zero Config's) leaves the runtime as it is; `triage agent`
+	// passes DefaultGoMemoryLimit. GOMEMLIMIT in the environment wins.
+	GoMemoryLimit int64
 
 	// NodeName labels metrics and node-state snapshots (the DaemonSet sets
 	// it from the downward API); "" means the host name.
@@ -204,8 +212,14 @@ func (c Config) withDefaults() (Config, error) {
 	if _, err := profiling.ParseUnwindMode(c.FlamegraphUnwind); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
+	if c.GoMemoryLimit < 0 {
+		return c, fmt.Errorf("%w: Go memory limit of %d bytes", ErrBadConfig, c.GoMemoryLimit)
+	}
 	if c.FlamegraphCacheBytes < 0 {
 		return c, fmt.Errorf("%w: flame-graph cache of %d bytes", ErrBadConfig, c.FlamegraphCacheBytes)
+	}
+	if c.FlamegraphCacheBytes == 0 {
+		c.FlamegraphCacheBytes = flamegraph.DefaultMaxCacheBytes
 	}
 	if c.BatchWindow < 0 || c.BatchWindow > 10*time.Millisecond {
 		return c, fmt.Errorf("%w: batch window %v must be within 0..10ms (it adds to every decision's latency)", ErrBadConfig, c.BatchWindow)

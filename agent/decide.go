@@ -113,6 +113,12 @@ func (a *Agent) ReportOutcomes(_ context.Context, outs []*wire.Outcome) error {
 	}
 	now := time.Now()
 	node := a.node.Load()
+	recs := recordPool.Get().(*[]experience.Record)
+	defer func() {
+		clear(*recs)
+		*recs = (*recs)[:0]
+		recordPool.Put(recs)
+	}()
 	for _, o := range outs {
 		p, ok := a.tracker.finish(wire.TaskID(o))
 		if !ok {
@@ -134,27 +140,38 @@ func (a *Agent) ReportOutcomes(_ context.Context, outs []*wire.Outcome) error {
 			a.asm.ObserveWait(now, lat-s) // features 12, 13: only a reported service time tells the wait
 		}
 		a.guardFinished(p, lat, float64(o.GetServiceMs()))
-		a.finished(p, node, now, lat, o.GetSlaMet(), false)
+		if rec, ok := a.finished(p, node, now, lat, o.GetSlaMet(), false); ok {
+			*recs = append(*recs, rec)
+		}
 	}
+	// One write for the report's records, not one each.
+	a.logExperience(now, *recs...)
 	return nil
 }
+
+// recordPool holds the experience records of one outcome report.
+var recordPool = sync.Pool{New: func() any { return new([]experience.Record) }}
 
 // timedOut records a task whose outcome never came as a missed SLA at the timeout.
 func (a *Agent) timedOut(p *pendingTask, now time.Time) {
 	a.metrics.timeouts.Inc()
 	latency := float64(now.Sub(p.decidedAt).Milliseconds())
 	a.guardFinished(p, latency, 0)
-	a.finished(p, a.node.Load(), now, latency, false, true)
+	if rec, ok := a.finished(p, a.node.Load(), now, latency, false, true); ok {
+		a.logExperience(now, rec)
+	}
 }
 
-func (a *Agent) finished(p *pendingTask, node *nodeSnapshot, now time.Time, latencyMs float64, met, timedOut bool) {
+// finished scores a finished task and returns its experience record (ok
+// false when there is no experience log) for the caller to log.
+func (a *Agent) finished(p *pendingTask, node *nodeSnapshot, now time.Time, latencyMs float64, met, timedOut bool) (experience.Record, bool) {
 	phase := a.phase(now, node)
 	util := node.inputs.CPUUtil
 	reward := policy.Reward(phase, latencyMs, p.desc.SLAMs, met, 1, util)
 	a.metrics.outcomes.WithLabelValues(phase.String()).Inc()
 	a.metrics.reward.Observe(reward)
 	if a.exp == nil {
-		return
+		return experience.Record{}, false
 	}
 	// The next state is the same task's as it finishes, against the queue,
 	// its backlog per priority and the node as they are now: built as
@@ -163,14 +180,21 @@ func (a *Agent) finished(p *pendingTask, node *nodeSnapshot, now time.Time, late
 	in := a.asm.TaskInputs(&node.inputs, &p.desc, qlen, now)
 	in.InFlightMs = work
 	next := policy.Vector(&in)
-	rec := experience.Record{
+	return experience.Record{
 		UnixNano: now.UnixNano(), TaskID: p.id, Class: truncate(p.desc.Class, experience.MaxStringBytes),
 		State: p.state, Action: p.action, Q: p.q, Reward: float32(reward), Phase: phase.String(),
 		LatencyMs: float32(latencyMs), SLAMet: met, Model: truncate(p.model, experience.MaxStringBytes),
 		Next: next, TimedOut: timedOut,
+	}, true
+}
+
+// logExperience appends records to the experience log in one write.
+func (a *Agent) logExperience(now time.Time, recs ...experience.Record) {
+	if a.exp == nil || len(recs) == 0 {
+		return
 	}
-	if err := a.exp.Append(&rec); err != nil {
-		a.metrics.experienceErrors.Inc()
+	if err := a.exp.AppendAll(recs); err != nil {
+		a.metrics.experienceErrors.Add(float64(len(recs)))
 		// One line a minute at most: a full disk must not flood the log.
 		if last := a.expErrLog.Load(); now.UnixNano()-last > int64(time.Minute) && a.expErrLog.CompareAndSwap(last, now.UnixNano()) {
 			a.log.Error("experience log append failed", "err", err)

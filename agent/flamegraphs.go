@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/triage-agent/triage/agent/profiling"
+	"github.com/triage-agent/triage/bpf"
 	"github.com/triage-agent/triage/flamegraph"
 )
 
@@ -22,7 +24,10 @@ import (
 func newProfiler(log *slog.Logger, cfg Config) profiler {
 	mode, _ := profiling.ParseUnwindMode(cfg.FlamegraphUnwind) // checked by withDefaults
 	r, err := profiling.New(profiling.Config{Logger: log, Unwind: mode,
-		Symbolizer: flamegraph.SymbolizerConfig{MaxCacheBytes: cfg.FlamegraphCacheBytes}})
+		Profiler: bpf.ProfilerOptions{CopyRingBytes: copyRingBytes(runtime.NumCPU())},
+		// The DWARF read for inline frames is held by the budget of the
+		// cache it builds: a larger read would grow the heap past it.
+		Symbolizer: flamegraph.SymbolizerConfig{MaxCacheBytes: cfg.FlamegraphCacheBytes, MaxDWARFBytes: cfg.FlamegraphCacheBytes}})
 	if err != nil {
 		log.Warn("flame-graph recorder unavailable; /flamegraphs lists what is on disk", "err", err)
 		return nil

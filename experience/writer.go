@@ -157,19 +157,49 @@ func (w *Writer) Append(r *Record) error {
 		return ErrClosed
 	}
 	w.buf = appendFrame(w.buf[:0], r)
+	return w.writeLocked(1)
+}
+
+// AppendAll writes records as one write(2), as Append writes one: after it
+// returns, a killed process cannot lose any of them. A record that is not
+// valid fails the call before anything is written.
+func (w *Writer) AppendAll(rs []Record) error {
+	for i := range rs {
+		if err := validate(&rs[i]); err != nil {
+			return err
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	w.buf = w.buf[:0]
+	for i := range rs {
+		w.buf = appendFrame(w.buf, &rs[i])
+	}
+	return w.writeLocked(len(rs))
+}
+
+// writeLocked writes the n records framed in w.buf to the current segment,
+// rotating first when they would take it past its size.
+func (w *Writer) writeLocked(n int) error {
 	if w.size > 0 && w.size+int64(len(w.buf)) > w.opts.SegmentBytes {
 		if err := w.rotate(); err != nil {
 			return err
 		}
 	}
-	n, err := w.f.Write(w.buf)
-	w.size += int64(n)
+	written, err := w.f.Write(w.buf)
+	w.size += int64(written)
 	if err != nil {
 		return fmt.Errorf("appending experience record: %w", err)
 	}
 	w.dirty = true
-	w.stats.Appended++
-	w.stats.Bytes += uint64(n)
+	w.stats.Appended += uint64(n)
+	w.stats.Bytes += uint64(written)
 	if w.opts.SyncEachAppend {
 		return w.syncLocked()
 	}

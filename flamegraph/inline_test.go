@@ -140,3 +140,26 @@ func TestDemangleName(t *testing.T) {
 		}
 	}
 }
+
+// SymbolizerConfig.MaxDWARFBytes bounds the DWARF read for inline frames:
+// a binary whose DWARF is larger is named without them (and says why),
+// one under it gets them.
+func TestMaxDWARFBytesBoundsTheRead(t *testing.T) {
+	bin := buildNoFP(t, "gcc", "hot.c")
+	for _, c := range []struct {
+		readCap    int
+		wantInline bool
+	}{{0, true}, {1 << 10, false}} {
+		s := &Symbolizer{cfg: SymbolizerConfig{MaxCacheBytes: DefaultMaxCacheBytes, MaxDWARFBytes: c.readCap}}
+		b, err := openBinary(bin, s.binaryOptions(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.inline != nil; got != c.wantInline {
+			t.Errorf("MaxDWARFBytes %d: inline index %v (%s), want %v", c.readCap, got, b.InlineErr, c.wantInline)
+		}
+		if !c.wantInline && !strings.Contains(b.InlineErr, "limit") {
+			t.Errorf("MaxDWARFBytes %d: InlineErr %q does not say the limit", c.readCap, b.InlineErr)
+		}
+	}
+}

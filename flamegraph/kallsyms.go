@@ -94,6 +94,11 @@ func ParseKallsyms(r io.Reader) (*KernelSymbols, error) {
 	}
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].addr < entries[j].addr })
 	var b strings.Builder
+	total := 0
+	for _, e := range entries {
+		total += len(e.name)
+	}
+	b.Grow(total) // one exact allocation, not a doubled one kept for the agent's life
 	ks.addrs = make([]uint64, len(entries))
 	ks.offs = make([]uint32, len(entries)+1)
 	ks.mods = make([]uint16, len(entries))

@@ -19,6 +19,11 @@ type SymbolizerConfig struct {
 	// more than half of it is not built; its binary is walked by frame
 	// pointer and named from its symbols.
 	MaxCacheBytes int
+	// MaxDWARFBytes caps the DWARF sections read to build one binary's
+	// inline frames (default 64 MiB). The read is transient, but the heap
+	// grows to hold it (a distribution's libc debug file is tens of MiB); a
+	// binary whose DWARF is larger is named without inline frames.
+	MaxDWARFBytes int
 	// MaxProcesses bounds the per-process mapping cache (default 4096).
 	MaxProcesses int
 	// ProcRoot is where /proc lives (default "/proc"); tests may point it
@@ -281,6 +286,11 @@ func (s *Symbolizer) debugDirs(pid uint32) []string {
 	return []string{fmt.Sprintf("%s/%d/root/usr/lib/debug", s.cfg.ProcRoot, pid), "/usr/lib/debug"}
 }
 
+// binaryOptions are the bounds of reading one of pid's binaries.
+func (s *Symbolizer) binaryOptions(pid uint32) binaryOptions {
+	return binaryOptions{debugDirs: s.debugDirs(pid), maxIndex: s.cfg.MaxCacheBytes / 2, maxDWARF: uint64(s.cfg.MaxDWARFBytes)}
+}
+
 // binary opens (or finds cached) the file behind a mapping; it returns the
 // binary and its cache key ("" when it could not be read).
 func (s *Symbolizer) binary(pid uint32, m *Mapping) (*Binary, string) {
@@ -299,7 +309,7 @@ func (s *Symbolizer) binary(pid uint32, m *Mapping) (*Binary, string) {
 			}
 		}
 		s.mu.Unlock()
-		bin, err := openBinary(p, binaryOptions{debugDirs: s.debugDirs(pid), maxIndex: s.cfg.MaxCacheBytes / 2})
+		bin, err := openBinary(p, s.binaryOptions(pid))
 		if err != nil {
 			continue
 		}

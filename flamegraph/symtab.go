@@ -87,7 +87,9 @@ func (b *symBuilder) table() symTable {
 		}
 		return ents[i].size > ents[j].size
 	})
-	return symTable{ents: ents, names: b.names.String()}
+	// The builder's buffer grew by doubling: the table keeps an exact copy,
+	// so the cache holds (and counts) the names, not up to twice them.
+	return symTable{ents: ents, names: strings.Clone(b.names.String())}
 }
 
 func (t *symTable) name(e symEnt) string {

@@ -26,6 +26,10 @@ func sessionOptions(cfg Config, cuda bool) (*ort.SessionOptions, error) {
 		opts.Destroy()
 		return nil, err
 	}
+	if err := configureMemory(opts); err != nil {
+		opts.Destroy()
+		return nil, err
+	}
 	if cuda {
 		if err := appendCUDA(opts, cfg.CUDADeviceID); err != nil {
 			opts.Destroy()
@@ -41,6 +45,23 @@ func configureThreads(opts *ort.SessionOptions, n int) error {
 	}
 	if err := opts.SetInterOpNumThreads(1); err != nil {
 		return fmt.Errorf("setting ORT inter-op threads: %w", err)
+	}
+	return nil
+}
+
+// configureMemory turns off what ONNX Runtime keeps to speed up large
+// models: the CPU arena (a BFC allocator that grows by doubling chunks and
+// keeps them) and memory patterns (buffers planned from the shapes of the
+// first runs, kept per shape). The policy network's tensors are a few
+// kilobytes, so plain malloc and free cost nothing measurable, and the
+// batch size changes from call to call, which would make a pattern per
+// size. docs/footprint.md has the measurements.
+func configureMemory(opts *ort.SessionOptions) error {
+	if err := opts.SetCpuMemArena(false); err != nil {
+		return fmt.Errorf("turning off the ORT CPU arena: %w", err)
+	}
+	if err := opts.SetMemPattern(false); err != nil {
+		return fmt.Errorf("turning off ORT memory patterns: %w", err)
 	}
 	return nil
 }

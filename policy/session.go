@@ -121,13 +121,18 @@ func (s *Session) Decide(states []State, out []Decision) error {
 }
 
 func (s *Session) run(states []State, out []Decision) error {
-	io, err := s.tensors.get(len(states))
+	io, err := s.tensors.get(batchClass(len(states)))
 	if err != nil {
 		return err
 	}
 	in := io.in.GetData()
 	for i := range states {
 		copy(in[i*NumFeatures:(i+1)*NumFeatures], states[i][:])
+	}
+	// The padding rows are neutral states whose answers are not read: the
+	// network decides each row on its own.
+	for i := len(states); i < io.n; i++ {
+		copy(in[i*NumFeatures:(i+1)*NumFeatures], Neutral[:])
 	}
 	if err := s.ort.Run(io.inputs, io.outputs); err != nil {
 		s.tensors.put(io)

@@ -117,3 +117,43 @@ func TestLoadFile(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// Batches run padded to a size class: at most half again as many rows, one
+// class for every size between two, and the padded answers match the Go
+// forward pass for the real rows (TestSessionMatchesForward covers 3, 256
+// and 1500 too).
+func TestBatchClass(t *testing.T) {
+	classes := map[int]bool{}
+	prev := 0
+	for n := 1; n <= 1024; n++ {
+		c := batchClass(n)
+		if c < n || c > n+n/2 || c < prev {
+			t.Fatalf("batch %d runs as %d (after %d)", n, c, prev)
+		}
+		classes[c], prev = true, c
+	}
+	if len(classes) > 20 {
+		t.Fatalf("%d classes for batches up to 1024", len(classes))
+	}
+	m := randomMLP(rand.New(rand.NewPCG(5, 6)), 16)
+	s := loadCPU(t, mustMarshal(t, m, testMetadata("rand")))
+	ref := NewGoDecider(m, testMetadata("rand"))
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{5, 7, 13, 25, 97} {
+		states := randomStates(rng, n)
+		got, want := make([]Decision, n), make([]Decision, n)
+		if err := s.Decide(states, got); err != nil {
+			t.Fatal(err)
+		}
+		if err := ref.Decide(states, want); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			for a := range got[i].Q {
+				if d := math.Abs(float64(got[i].Q[a] - want[i].Q[a])); d >= 1e-5 {
+					t.Fatalf("batch %d (class %d) row %d: Q differs by %g", n, batchClass(n), i, d)
+				}
+			}
+		}
+	}
+}

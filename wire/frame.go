@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 
@@ -59,7 +61,8 @@ type FrameWriter struct {
 	Count func(payloadBytes, wireBytes int)
 
 	w       io.Writer
-	enc     *codec.Encoder
+	enc     *codec.Encoder // nil when pool lends one per frame
+	pool    *EncoderPool
 	payload []byte
 	out     []byte
 	mo      proto.MarshalOptions
@@ -75,6 +78,44 @@ func NewFrameWriter(w io.Writer, opts ...codec.Option) (*FrameWriter, error) {
 	return &FrameWriter{w: w, enc: enc, mo: proto.MarshalOptions{Deterministic: true}}, nil
 }
 
+// NewPooledFrameWriter returns a writer whose frames are all full frames,
+// each encoded by an encoder borrowed from p: the writer itself keeps no
+// codec state (a zstd encoder's tables are about 290 KiB), so the many
+// streams of many connections share a few encoders. Its frames are the
+// bytes a NewFrameWriter with p's options writes.
+func NewPooledFrameWriter(w io.Writer, p *EncoderPool) *FrameWriter {
+	return &FrameWriter{w: w, pool: p, mo: proto.MarshalOptions{Deterministic: true}}
+}
+
+// EncoderPool lends encoders whose every frame is full. A full frame
+// depends on its payload alone, so any encoder of the pool writes the same
+// bytes for it, whichever stream it serves.
+type EncoderPool struct {
+	opts []codec.Option
+	pool sync.Pool
+}
+
+// NewEncoderPool returns a pool of encoders with opts and a key frame on
+// every frame (codec.WithKeyframeInterval(1) is added).
+func NewEncoderPool(opts ...codec.Option) (*EncoderPool, error) {
+	opts = append(slices.Clone(opts), codec.WithKeyframeInterval(1))
+	if _, err := codec.NewEncoder(opts...); err != nil {
+		return nil, fmt.Errorf("creating frame encoder: %w", err)
+	}
+	return &EncoderPool{opts: opts}, nil
+}
+
+func (p *EncoderPool) get() (*codec.Encoder, error) {
+	if e, ok := p.pool.Get().(*codec.Encoder); ok {
+		return e, nil
+	}
+	e, err := codec.NewEncoder(p.opts...)
+	if err != nil {
+		return nil, fmt.Errorf("creating frame encoder: %w", err)
+	}
+	return e, nil
+}
+
 // Write marshals m, encodes it as one frame and writes length and frame in a
 // single Write call, so one message is one stream write.
 func (fw *FrameWriter) Write(m *Envelope) error {
@@ -82,9 +123,18 @@ func (fw *FrameWriter) Write(m *Envelope) error {
 	if fw.payload, err = fw.mo.MarshalAppend(fw.payload[:0], m); err != nil {
 		return fmt.Errorf("marshalling %T: %w", m.GetBody(), err)
 	}
+	enc := fw.enc
+	if fw.pool != nil {
+		if enc, err = fw.pool.get(); err != nil {
+			return err
+		}
+	}
 	// Reserve the longest uvarint, encode behind it, then slide the prefix in.
 	out := append(fw.out[:0], make([]byte, binary.MaxVarintLen32)...)
-	out, err = fw.enc.EncodeAll(fw.payload, out)
+	out, err = enc.EncodeAll(fw.payload, out)
+	if fw.pool != nil {
+		fw.pool.pool.Put(enc)
+	}
 	if err != nil {
 		return fmt.Errorf("encoding frame: %w", err)
 	}
@@ -183,13 +233,16 @@ func unmarshalEnvelope(uo proto.UnmarshalOptions, payload []byte, m *Envelope) e
 }
 
 // CallOptions are the codec options of decide and outcome streams: every
-// frame full (zstd alone, fastest level). Requests carry different tasks
-// each time, so a delta buys little there, and a patch-from delta costs tens
-// of microseconds per frame against about one for a small full frame
-// (docs/endpoint.md has the numbers); node-state snapshots, which change
-// little from one to the next, use deltas (SnapshotOptions).
+// frame full (zstd alone, fastest level, literals stored as they are).
+// Requests carry different tasks each time, so a delta buys little there,
+// and a patch-from delta costs tens of microseconds per frame against about
+// one for a small full frame (docs/endpoint.md has the numbers); node-state
+// snapshots, which change little from one to the next, use deltas
+// (SnapshotOptions). Huffman-coding the literals of a decide call never
+// paid on the payloads measured (docs/footprint.md) and took half the
+// encoding time.
 func CallOptions() []codec.Option {
-	return []codec.Option{codec.WithLevel(1 /* zstd.SpeedFastest */), codec.WithKeyframeInterval(1)}
+	return []codec.Option{codec.WithLevel(1 /* zstd.SpeedFastest */), codec.WithKeyframeInterval(1), codec.WithoutLiteralEntropy()}
 }
 
 // SnapshotOptions are the codec options of node-state pushes (subscribe

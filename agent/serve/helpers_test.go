@@ -73,7 +73,7 @@ type testServer struct {
 
 // startServer starts an endpoint on a free loopback port and closes it when
 // the test ends.
-func startServer(t *testing.T, cfg serve.Config, b serve.Backend) *testServer {
+func startServer(t testing.TB, cfg serve.Config, b serve.Backend) *testServer {
 	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
@@ -91,11 +91,11 @@ func startServer(t *testing.T, cfg serve.Config, b serve.Backend) *testServer {
 	return ts
 }
 
-func (ts *testServer) stop(t *testing.T) {
+func (ts *testServer) stop(t testing.TB) {
 	ts.stopOnce.Do(func() { ts.doStop(t) })
 }
 
-func (ts *testServer) doStop(t *testing.T) {
+func (ts *testServer) doStop(t testing.TB) {
 	if err := ts.Close(); err != nil {
 		t.Errorf("closing server: %v", err)
 	}
@@ -113,7 +113,7 @@ func (ts *testServer) clientConfig() client.Config {
 	return client.Config{PinSHA256: ts.Fingerprint(), Logger: quietLogger()}
 }
 
-func (ts *testServer) dial(t *testing.T, cfg client.Config) *client.Client {
+func (ts *testServer) dial(t testing.TB, cfg client.Config) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"github.com/triage-agent/triage/codec"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -90,17 +89,37 @@ func (s *Server) serveNative(conn *quic.Conn) {
 	}
 }
 
+// framers are a native stream's reader and writer. The writer's frames
+// are all full (wire.CallOptions), encoded by the endpoint's shared
+// encoders: a stream keeps no zstd encoder of its own.
 func (s *Server) framers(str *quic.Stream) (*wire.FrameReader, *wire.FrameWriter, error) {
 	fr, err := wire.NewFrameReader(str, s.cfg.MaxFrameBytes)
 	if err != nil {
 		return nil, nil, err
 	}
-	fw, err := wire.NewFrameWriter(str, append(wire.CallOptions(), codec.WithMaxSize(s.cfg.MaxFrameBytes))...)
-	if err != nil {
-		return nil, nil, err
-	}
+	fw := wire.NewPooledFrameWriter(answerWriter{str}, s.callEncoders)
 	fw.Count = s.stats.countFrame
 	return fr, fw, nil
+}
+
+// answerWriter writes a native stream's answers. An answer that QUIC's
+// flow control has room for is queued at once (TryWriteAll: the stream's
+// goroutine goes back to reading without waiting for the packet to leave,
+// and arms no deadline timer); otherwise it is written with
+// answerWriteTimeout as the deadline, so that a client that stops reading
+// its answers cannot pin the goroutine forever.
+type answerWriter struct{ str *quic.Stream }
+
+func (w answerWriter) Write(p []byte) (int, error) {
+	err := w.str.TryWriteAll(p)
+	if err == nil {
+		return len(p), nil
+	}
+	if !errors.Is(err, quic.ErrWouldBlock) {
+		return 0, err
+	}
+	_ = w.str.SetWriteDeadline(time.Now().Add(answerWriteTimeout))
+	return w.str.Write(p)
 }
 
 func (s *Server) rejectConn(conn *quic.Conn, code wire.Code, reason string) {
@@ -130,9 +149,6 @@ func (nc *nativeConn) serveStream(str *quic.Stream, fr *wire.FrameReader, fw *wi
 			nc.failStream(str, fw, wire.CodeOf(err), err.Error())
 			return
 		}
-		// A client that stops reading its answers must not pin this
-		// goroutine forever behind flow control.
-		_ = str.SetWriteDeadline(time.Now().Add(answerWriteTimeout))
 		switch body := env.GetBody().(type) {
 		case *wire.Envelope_DecideRequest:
 			if err := fw.Write(nc.s.decide(ctx, body.DecideRequest)); err != nil {

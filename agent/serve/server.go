@@ -12,6 +12,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 
+	"github.com/triage-agent/triage/codec"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -22,6 +23,8 @@ type Server struct {
 	backend Backend
 	certs   *certStore
 	metrics *endpointMetrics
+	// callEncoders encode the answers of every native stream (full frames).
+	callEncoders *wire.EncoderPool
 
 	udp *net.UDPConn
 	tr  *quic.Transport
@@ -77,6 +80,9 @@ func New(cfg Config, backend Backend) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, backend: backend, conns: map[*quic.Conn]struct{}{}, perIP: map[string]int{}, metrics: newEndpointMetrics()}
 	if s.certs, err = newCertStore(&s.cfg); err != nil {
+		return nil, err
+	}
+	if s.callEncoders, err = wire.NewEncoderPool(append(wire.CallOptions(), codec.WithMaxSize(cfg.MaxFrameBytes))...); err != nil {
 		return nil, err
 	}
 	uaddr, err := net.ResolveUDPAddr("udp", cfg.Addr)
@@ -145,6 +151,23 @@ func (s *Server) Certificate() tls.Certificate { return *s.certs.current().cert 
 
 // Stats returns the live counters.
 func (s *Server) Stats() *Stats { return &s.stats }
+
+// QUICBytes is the UDP payload bytes sent and received so far on the QUIC
+// connections open now (both ALPNs; QUIC headers, acknowledgements and
+// retransmissions included, as quic-go counts them). A benchmark takes it
+// before and after a run to learn the bytes on the wire without wrapping
+// the client's socket, which would cost quic-go its batched syscalls and
+// its socket buffer sizes.
+func (s *Server) QUICBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n uint64
+	for c := range s.conns {
+		st := c.ConnectionStats()
+		n += st.BytesSent + st.BytesReceived
+	}
+	return int64(n)
+}
 
 // Serve accepts connections on both ports until Close (then it returns
 // ErrClosed) or until a listener fails.

@@ -137,7 +137,7 @@ func TestTCPBearerToken(t *testing.T) {
 	}
 }
 
-func grpcConn(t *testing.T, ts *testServer, certs []tls.Certificate) *grpc.ClientConn {
+func grpcConn(t testing.TB, ts *testServer, certs []tls.Certificate) *grpc.ClientConn {
 	t.Helper()
 	tc := pinnedTLS(ts, "h2")
 	tc.Certificates = certs

@@ -26,7 +26,7 @@ func init() {
 // agentFlags binds every `triage agent` flag to an agent.Config.
 func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs := newFlagSet("agent", "Run the triage node agent. With no flags it serves QUIC (UDP) and gRPC and JSON (TCP) on 127.0.0.1:4433 (add --token, --token-file, --client-ca or --insecure-listen-any to listen beyond loopback), admin HTTP on :9090, the embedded model, every probe this kernel supports.")
-	var tokens, expSeg, expTotal, tcpAddr, sans, nodeIP, podIP string
+	var tokens, expSeg, expTotal, tcpAddr, sans, nodeIP, podIP, goMem string
 	var expSync time.Duration
 	var fgMax int64
 	var logLevel, logFormat string
@@ -60,6 +60,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.Int64Var(&fgMax, "flamegraph-max-bytes", 256<<20, "cap on the flame-graph directory")
 	fs.StringVar(&cfg.FlamegraphUnwind, "flamegraph-unwind", "auto", "how user stacks are walked: auto (stack copies unwound by .eh_frame where the kernel allows, else frame pointers), dwarf, fp")
 	fs.IntVar(&cfg.FlamegraphCacheBytes, "flamegraph-cache-bytes", flamegraph.DefaultMaxCacheBytes, "cap on the symboliser's cache (symbol tables, inline indexes, unwind tables, JIT maps)")
+	fs.StringVar(&goMem, "go-memory-limit", strconv.Itoa(agent.DefaultGoMemoryLimit>>20)+"MiB", "soft limit of the Go runtime's memory (heap and stacks; 0 = none); GOMEMLIMIT in the environment wins")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "node name for metrics and node state (\"\" = host name; the DaemonSet sets it from spec.nodeName)")
 	fs.DurationVar(&cfg.BatchWindow, "batch-window", 0, "extra time a decision batch waits for more requests (0 = only what arrived during the previous batch)")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", agent.DefaultMaxBatch, "most tasks in one batched model call")
@@ -93,6 +94,9 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 			return fmt.Errorf("--experience-max-bytes: %w", err)
 		}
 		cfg.ExperienceOptions.SyncInterval = expSync
+		if cfg.GoMemoryLimit, err = parseBytes(goMem); err != nil {
+			return fmt.Errorf("--go-memory-limit: %w", err)
+		}
 		// On the command line 0 means what it says, never; in agent.Config
 		// 0 is the default and a negative value is never.
 		cfg.GuardMinAgreement = minAgreement

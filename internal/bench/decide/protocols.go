@@ -31,14 +31,20 @@ type env struct {
 	tcpAddr  string // the agent endpoint's TCP port: JSON over HTTP/1.1 and HTTP/2, gRPC
 	grpcAddr string // a standalone gRPC server on the same call path
 	ccfg     client.Config
+	// quicBytes is the UDP payload bytes of the agent's open QUIC
+	// connections, both ways: the QUIC protocols' bytes on the wire.
+	quicBytes func() int64
 }
 
-func newUDPTransport(bc *byteCounter) (*quic.Transport, error) {
+// newUDPTransport is a client's own UDP socket, unwrapped: quic-go's
+// batched reads and writes and its socket buffer sizes need the
+// *net.UDPConn. Its bytes are counted on the agent's side (quicBytes).
+func newUDPTransport() (*quic.Transport, error) {
 	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return nil, fmt.Errorf("client socket: %w", err)
 	}
-	return &quic.Transport{Conn: countingPacketConn{PacketConn: udp, c: bc}}, nil
+	return &quic.Transport{Conn: udp}, nil
 }
 
 // native: the Go client library over triage/1.
@@ -47,8 +53,8 @@ type nativeCaller struct {
 	tr *quic.Transport
 }
 
-func newNative(ctx context.Context, e env, bc *byteCounter) (caller, error) {
-	tr, err := newUDPTransport(bc)
+func newNative(ctx context.Context, e env, _ *byteCounter) (caller, error) {
+	tr, err := newUDPTransport()
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +85,8 @@ type jsonCaller struct {
 	url     string
 }
 
-func newH3(ctx context.Context, e env, bc *byteCounter) (caller, error) {
-	tr, err := newUDPTransport(bc)
+func newH3(ctx context.Context, e env, _ *byteCounter) (caller, error) {
+	tr, err := newUDPTransport()
 	if err != nil {
 		return nil, err
 	}

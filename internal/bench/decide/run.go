@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/triage-agent/triage/agent/serve"
@@ -68,6 +69,9 @@ var factories = map[string]func(context.Context, env, *byteCounter) (caller, err
 	"native": newNative, "h3": newH3, "grpc": newGRPC,
 	"http1": newTCPJSON("http/1.1"), "http2": newTCPJSON("h2"), "grpc-agent": newGRPCAgent,
 }
+
+// quicProtocols are the protocols over QUIC, whose bytes the agent's end counts.
+var quicProtocols = map[string]bool{"native": true, "h3": true}
 
 // ProtocolOrder is the order cells are run and printed in: the QUIC
 // protocols, gRPC with its own transport, then what the agent's TCP port
@@ -146,7 +150,7 @@ func Run(ctx context.Context, o Options, progress func(Cell)) (*Result, error) {
 	defer gs.Stop()
 
 	e := env{quicAddr: srv.Addr().String(), tcpAddr: srv.TCPAddr().String(), grpcAddr: ln.Addr().String(),
-		ccfg: client.Config{PinSHA256: srv.Fingerprint(), Logger: o.Logger}}
+		ccfg: client.Config{PinSHA256: srv.Fingerprint(), Logger: o.Logger}, quicBytes: srv.QUICBytes}
 	res := &Result{Model: o.Decider.Version(), Decider: fmt.Sprintf("%T", o.Decider), Duration: o.Duration.String()}
 	for _, batch := range o.Batches {
 		for _, p := range o.Protocols {
@@ -187,6 +191,18 @@ func runCell(ctx context.Context, e env, proto string, batch int, o Options) (Ce
 			c.close()
 		}
 	}()
+	// bytesNow is the cell's bytes on the wire so far, both ways.
+	bytesNow := func() int64 {
+		var n int64
+		for _, c := range counters {
+			n += c.load()
+		}
+		return n
+	}
+	if quicProtocols[proto] {
+		bytesNow = e.quicBytes
+	}
+	var bytes0 atomic.Int64
 	tasks := benchTasks(batch)
 	interval := time.Duration(0)
 	if paced {
@@ -196,7 +212,6 @@ func runCell(ctx context.Context, e env, proto string, batch int, o Options) (Ce
 		lat      []time.Duration
 		reqs     int64
 		errs     int64
-		bytes0   int64
 		lastErr  error
 		decision int64
 	}
@@ -207,7 +222,7 @@ func runCell(ctx context.Context, e env, proto string, batch int, o Options) (Ce
 	measureFrom := start.Add(o.Warmup)
 	end := measureFrom.Add(o.Duration)
 	for i := 0; i < workers; i++ {
-		c, ci := callers[i%o.Clients], i%o.Clients
+		c := callers[i%o.Clients]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -223,8 +238,8 @@ func runCell(ctx context.Context, e env, proto string, batch int, o Options) (Ce
 				}
 				if !measuring && now.After(measureFrom) {
 					measuring = true
-					if i < o.Clients {
-						st.bytes0 = counters[ci].load()
+					if i == 0 {
+						bytes0.Store(bytesNow())
 					}
 				}
 				if paced {
@@ -254,17 +269,14 @@ func runCell(ctx context.Context, e env, proto string, batch int, o Options) (Ce
 	}
 	wg.Wait()
 	elapsed := time.Since(measureFrom).Seconds()
+	bytes := bytesNow() - bytes0.Load()
 	var all []time.Duration
-	var bytes int64
 	for i := range stats {
 		st := &stats[i]
 		all = append(all, st.lat...)
 		cell.Requests += st.reqs
 		cell.Errors += st.errs
 		cell.DecisionsPerS += float64(st.decision)
-		if i < o.Clients {
-			bytes += counters[i].load() - st.bytes0
-		}
 		if st.lastErr != nil {
 			o.Logger.Warn("bench call failed", "protocol", proto, "err", st.lastErr)
 		}

@@ -46,7 +46,10 @@ func benchProtocol(b *testing.B, proto string, batch int) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	res, err := Run(ctx, Options{Clients: 4, Protocols: []string{proto}, Batches: []int{batch}, Duration: time.Duration(b.N) * time.Millisecond, Warmup: 100 * time.Millisecond}, nil)
+	// b.N milliseconds of calls; testing's first round (b.N = 1) gets
+	// enough time for a few calls to come back.
+	d := max(time.Duration(b.N)*time.Millisecond, 100*time.Millisecond)
+	res, err := Run(ctx, Options{Clients: 4, Protocols: []string{proto}, Batches: []int{batch}, Duration: d, Warmup: 100 * time.Millisecond}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -36,8 +36,8 @@ type agentProcess struct {
 	stopped                          bool
 }
 
-// servingLine is the agent's "serving" log line; the TCP address sits
-// between the QUIC and admin ones since the TCP transports came.
+// servingLine is the agent's "serving" log line; the TCP address (absent
+// when the TCP side is off) sits between the QUIC and admin addresses.
 var servingLine = regexp.MustCompile(`msg="triage agent serving" quic=(\S+) (?:tcp=\S+ )?admin=(\S+) .*fingerprint=([0-9a-f]{64})`)
 
 // startAgentProcess runs `triage agent` on loopback ports chosen by the

@@ -1,0 +1,57 @@
+package agent
+
+import (
+	"math/bits"
+	"os"
+	"runtime/debug"
+
+	"github.com/triage-agent/triage/bpf"
+)
+
+// The agent's own memory bounds (docs/footprint.md has the measurements
+// behind each).
+
+// Bounds of the ring buffer that carries user-stack copies from the
+// sampler to the unwinder.
+const (
+	minCopyRingBytes = 256 << 10
+	maxCopyRingBytes = 4 << 20
+	// copyRingSeconds is the time of samples the ring holds when every
+	// CPU is sampled at the default rate with a full stack copy: the
+	// reader drains it continuously, so it only has to cover a reader
+	// that falls behind for a moment (a full ring sends the next samples
+	// by frame pointer, it loses none).
+	copyRingSeconds = 0.5
+)
+
+// copyRingBytes sizes the stack-copy ring for cpus CPUs: half a second of
+// samples, a power of two between 256 KiB and 4 MiB. The kernel maps the
+// ring's data pages twice into the agent (so a record can wrap), so its
+// resident size is twice this.
+func copyRingBytes(cpus int) uint32 {
+	want := float64(max(cpus, 1)) * bpf.DefaultFrequencyHz * bpf.DefaultStackCopyBytes * copyRingSeconds
+	n := uint32(minCopyRingBytes)
+	if want > minCopyRingBytes {
+		n = 1 << bits.Len32(uint32(want)-1)
+	}
+	return min(n, maxCopyRingBytes)
+}
+
+// DefaultGoMemoryLimit is `triage agent`'s soft limit on the Go runtime's
+// memory (heap, stacks, runtime structures; not ONNX Runtime's C heap, not
+// the mapped binary): with it the heap is collected when it nears the limit
+// instead of when it doubles the live data, which the symboliser's caches
+// make tens of MiB. It is soft: a live heap over it makes the collector
+// run more (at most half the CPU, Go's own bound), never fail.
+const DefaultGoMemoryLimit = 48 << 20
+
+// applyGoMemoryLimit sets the process's soft memory limit to limit bytes
+// unless it is 0 or the environment sets GOMEMLIMIT (the operator's word
+// wins); it returns the limit in force.
+func applyGoMemoryLimit(limit int64) int64 {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); set || limit <= 0 {
+		return debug.SetMemoryLimit(-1)
+	}
+	debug.SetMemoryLimit(limit)
+	return limit
+}
