@@ -157,16 +157,17 @@ func (w *Writer) Append(r *Record) error {
 		return ErrClosed
 	}
 	w.buf = appendFrame(w.buf[:0], r)
-	if w.size > 0 && w.size+int64(len(w.buf)) > w.opts.SegmentBytes {
+	if w.f == nil || w.size > 0 && w.size+int64(len(w.buf)) > w.opts.SegmentBytes {
 		if err := w.rotate(); err != nil {
 			return err
 		}
 	}
 	n, err := w.f.Write(w.buf)
-	w.size += int64(n)
 	if err != nil {
+		w.dropPartial(n)
 		return fmt.Errorf("appending experience record: %w", err)
 	}
+	w.size += int64(n)
 	w.dirty = true
 	w.stats.Appended++
 	w.stats.Bytes += uint64(n)
@@ -176,15 +177,39 @@ func (w *Writer) Append(r *Record) error {
 	return nil
 }
 
-// rotate closes the current segment and opens the next, then enforces the cap.
-func (w *Writer) rotate() error {
-	if err := w.syncLocked(); err != nil {
-		return err
+// dropPartial undoes a write that failed after n bytes (a disk that filled
+// up mid-frame): the partial frame is cut off, so the next append follows
+// whole frames and the log still reads back once space returns. Where the
+// cut fails too, the segment is closed at its torn end and the next append
+// starts a new one, so nothing is ever written after a partial frame.
+func (w *Writer) dropPartial(n int) {
+	if n <= 0 {
+		return
 	}
-	if err := w.f.Close(); err != nil {
-		return fmt.Errorf("closing experience segment: %w", err)
+	if err := w.f.Truncate(w.size); err == nil {
+		return
 	}
+	w.size += int64(n)
+	w.f.Close()
 	w.older = append(w.older, segment{seq: w.seq, path: w.f.Name(), size: w.size})
+	w.f = nil
+	w.opts.Logger.Error("experience log: a failed append left a partial record that could not be cut off; continuing in a new segment", "segment", w.older[len(w.older)-1].path)
+}
+
+// rotate closes the current segment (if one is open) and opens the next,
+// then enforces the cap. When the next segment cannot be opened (a full
+// disk), no segment is open and the next Append tries again.
+func (w *Writer) rotate() error {
+	if w.f != nil {
+		if err := w.syncLocked(); err != nil {
+			return err
+		}
+		if err := w.f.Close(); err != nil {
+			return fmt.Errorf("closing experience segment: %w", err)
+		}
+		w.older = append(w.older, segment{seq: w.seq, path: w.f.Name(), size: w.size})
+		w.f, w.dirty = nil, false
+	}
 	if err := w.openSegment(w.seq+1, 0); err != nil {
 		return err
 	}
@@ -213,7 +238,7 @@ func (w *Writer) prune() error {
 }
 
 func (w *Writer) syncLocked() error {
-	if !w.dirty {
+	if !w.dirty || w.f == nil {
 		return nil
 	}
 	if err := w.f.Sync(); err != nil {
@@ -273,8 +298,10 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	err := w.syncLocked()
-	if cerr := w.f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("closing experience segment: %w", cerr)
+	if w.f != nil {
+		if cerr := w.f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("closing experience segment: %w", cerr)
+		}
 	}
 	w.mu.Unlock()
 	if !w.opts.SyncEachAppend {
