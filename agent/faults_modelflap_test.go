@@ -52,14 +52,14 @@ func TestFaultModelFileFlapping(t *testing.T) {
 			writeAtomic(t, path, good[(i/2)%2])
 		}
 		if i == 100 { // 10 s in
-			sample[0] = measure(t)
+			sample[0] = sampleUsage(t)
 		}
 		time.Sleep(every)
 	}
 	writeAtomic(t, path, good[1])
 	waitFor(t, 5*time.Second, "the last good model to serve", func() bool { return ta.ModelVersion() == "flap-b" })
 	s.stop()
-	sample[1] = measure(t)
+	sample[1] = sampleUsage(t)
 
 	acked, _, versions, lastErr := s.snapshot()
 	if f := s.failed.Load() + s.ackFails.Load(); f != 0 || len(acked) == 0 {
@@ -127,9 +127,9 @@ type usage struct {
 	rss, heap       int64
 }
 
-// measure samples this process after a collection, so that the Go heap
+// sampleUsage samples this process after a collection, so that the Go heap
 // says what is live.
-func measure(t *testing.T) usage {
+func sampleUsage(t *testing.T) usage {
 	t.Helper()
 	runtime.GC()
 	var ms runtime.MemStats
