@@ -181,7 +181,9 @@ func (w *Writer) Append(r *Record) error {
 // up mid-frame): the partial frame is cut off, so the next append follows
 // whole frames and the log still reads back once space returns. Where the
 // cut fails too, the segment is closed at its torn end and the next append
-// starts a new one, so nothing is ever written after a partial frame.
+// starts a new one, so nothing is ever written after a partial frame (a
+// reader then reports that segment's end as damage, which
+// ReadOptions.SkipCorrupt reads past).
 func (w *Writer) dropPartial(n int) {
 	if n <= 0 {
 		return
@@ -190,6 +192,7 @@ func (w *Writer) dropPartial(n int) {
 		return
 	}
 	w.size += int64(n)
+	_ = w.syncLocked() // what came before the torn frame stays durable
 	w.f.Close()
 	w.older = append(w.older, segment{seq: w.seq, path: w.f.Name(), size: w.size})
 	w.f = nil

@@ -52,8 +52,10 @@ for t in "${targets[@]}"; do
 	if [[ "${FUZZSAVE:-}" == 1 && -d "$cache/$pkg/$name" ]]; then
 		dir=$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$name
 		mkdir -p "$dir"
-		# The smallest first: cheap to run in every go test.
-		find "$cache/$pkg/$name" -type f -size -64k -printf '%s %p\n' | sort -n | head -32 | while read -r _ f; do
+		# The smallest first: cheap to run in every go test. (Listed first:
+		# head closing the pipe early must not trip pipefail.)
+		mapfile -t found < <(find "$cache/$pkg/$name" -type f -size -64k -printf '%s %p\n' | sort -n | head -32 | cut -d' ' -f2-)
+		for f in "${found[@]}"; do
 			cp -n "$f" "$dir/"
 		done
 	fi
