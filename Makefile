@@ -11,7 +11,7 @@ TEST_FLAGS ?= -count=1 -timeout 40m -p 2
 # PKGS narrows vet and lint to a package list: make lint PKGS='./codec/... ./wire'
 PKGS      ?= ./...
 
-.PHONY: all run test check build deps ort generate check-generated bench model vet lint fmt fmt-fix clean
+.PHONY: all run test check build deps ort generate check-generated bench model fuzz vet lint fmt fmt-fix clean
 
 all: build
 
@@ -51,6 +51,14 @@ check-generated: deps
 bench:
 	./scripts/fetch-onnxruntime.sh >/dev/null
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## fuzz: every fuzz target for FUZZTIME each (default 1m; make fuzz FUZZTIME=3m); a failing
+## input lands in the package's testdata/fuzz/, which go test (and make test) then runs
+## with the committed corpus and the seeds. FUZZSAVE=1 also keeps inputs the run found
+## interesting as corpus. Knobs: scripts/fuzz.sh.
+fuzz:
+	./scripts/fetch-onnxruntime.sh >/dev/null
+	./scripts/fuzz.sh
 
 ## model: retrain the embedded default model from the project's scenarios (fixed seed)
 model: build

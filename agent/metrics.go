@@ -132,12 +132,13 @@ var (
 	descShadowQDiff = prometheus.NewDesc("triage_shadow_mean_abs_q_diff", "Mean |Q_shadow - Q_serving| over tasks and levels.", []string{"model"}, nil)
 	descShadowDrop  = prometheus.NewDesc("triage_shadow_dropped_tasks_total", "Tasks not shadow-evaluated because the shadow queue was full.", []string{"model"}, nil)
 	descReady       = prometheus.NewDesc("triage_ready", "1 when /readyz answers ready.", nil, nil)
+	descCgOverflow  = prometheus.NewDesc("triage_runq_cgroups_overflow", "Cgroups asked to be watched that the per-cgroup run-queue map had no room for: their tasks count node-wide only.", nil, nil)
 )
 
 func (c *agentCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descProbe, descProbeCPU, descSource, descQueueLen, descQueueCap, descReloads, descReloadErrAt,
 		descConns, descRejected, descStreamErr, descDatagrams, descCodecRatio, descExpRecords, descExpBytes, descExpRemoved,
-		descFGWindows, descFGBytes, descFGFallback, descFGCache, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady} {
+		descFGWindows, descFGBytes, descFGFallback, descFGCache, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady, descCgOverflow} {
 		ch <- d
 	}
 }
@@ -166,6 +167,7 @@ func (c *agentCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descSource, 1, policy.FeatureNames[i], string(f.Source))
 		}
 		gauge(descQueueLen, float64(node.wire.GetQueueLen()))
+		gauge(descCgOverflow, float64(node.signals.RunQueue.CgroupsOverflow))
 	}
 	gauge(descQueueCap, float64(a.cfg.Workers))
 	ready := 0.0

@@ -3,12 +3,24 @@ package bpf
 import (
 	"errors"
 	"fmt"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrCgroupsUnsupported is returned by WatchCgroup on the classic
 // tracepoint tier, whose sched_switch record has no task pointer to read
 // the next task's cgroup from.
 var ErrCgroupsUnsupported = errors.New("per-cgroup histograms need the tp_btf or raw_tp tier")
+
+// MaxWatchedCgroups is how many cgroups the per-cgroup run-queue map holds
+// (max_entries of runqlat_cgroup_hist): a bounded map, so that watching
+// cannot grow kernel memory without limit.
+const MaxWatchedCgroups = 256
+
+// ErrCgroupMapFull is returned by WatchCgroup when the per-cgroup map
+// already holds MaxWatchedCgroups cgroups. The cgroup's tasks still count
+// in the node-wide histogram.
+var ErrCgroupMapFull = errors.New("the per-cgroup run-queue map is full")
 
 // RunqlatOptions configure OpenRunqlat; the zero value means auto tier,
 // every enqueue timed.
@@ -86,6 +98,9 @@ func (r *Runqlat) WatchCgroup(id uint64) error {
 		return nil
 	}
 	if err := r.p.mapNamed("runqlat_cgroup_hist").Put(id, r.zero); err != nil {
+		if errors.Is(err, unix.E2BIG) { // a hash map's answer to a new key when full
+			return fmt.Errorf("watching cgroup %d: %w (%d cgroups)", id, ErrCgroupMapFull, len(r.watched))
+		}
 		return fmt.Errorf("watching cgroup %d: %w", id, err)
 	}
 	r.watched[id] = true

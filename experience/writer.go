@@ -187,16 +187,17 @@ func (w *Writer) AppendAll(rs []Record) error {
 // writeLocked writes the n records framed in w.buf to the current segment,
 // rotating first when they would take it past its size.
 func (w *Writer) writeLocked(n int) error {
-	if w.size > 0 && w.size+int64(len(w.buf)) > w.opts.SegmentBytes {
+	if w.f == nil || w.size > 0 && w.size+int64(len(w.buf)) > w.opts.SegmentBytes {
 		if err := w.rotate(); err != nil {
 			return err
 		}
 	}
 	written, err := w.f.Write(w.buf)
-	w.size += int64(written)
 	if err != nil {
+		w.dropPartial(written)
 		return fmt.Errorf("appending experience record: %w", err)
 	}
+	w.size += int64(written)
 	w.dirty = true
 	w.stats.Appended += uint64(n)
 	w.stats.Bytes += uint64(written)
@@ -206,15 +207,42 @@ func (w *Writer) writeLocked(n int) error {
 	return nil
 }
 
-// rotate closes the current segment and opens the next, then enforces the cap.
-func (w *Writer) rotate() error {
-	if err := w.syncLocked(); err != nil {
-		return err
+// dropPartial undoes a write that failed after n bytes (a disk that filled
+// up mid-frame): the partial frame is cut off, so the next append follows
+// whole frames and the log still reads back once space returns. Where the
+// cut fails too, the segment is closed at its torn end and the next append
+// starts a new one, so nothing is ever written after a partial frame (a
+// reader then reports that segment's end as damage, which
+// ReadOptions.SkipCorrupt reads past).
+func (w *Writer) dropPartial(n int) {
+	if n <= 0 {
+		return
 	}
-	if err := w.f.Close(); err != nil {
-		return fmt.Errorf("closing experience segment: %w", err)
+	if err := w.f.Truncate(w.size); err == nil {
+		return
 	}
+	w.size += int64(n)
+	_ = w.syncLocked() // what came before the torn frame stays durable
+	w.f.Close()
 	w.older = append(w.older, segment{seq: w.seq, path: w.f.Name(), size: w.size})
+	w.f = nil
+	w.opts.Logger.Error("experience log: a failed append left a partial record that could not be cut off; continuing in a new segment", "segment", w.older[len(w.older)-1].path)
+}
+
+// rotate closes the current segment (if one is open) and opens the next,
+// then enforces the cap. When the next segment cannot be opened (a full
+// disk), no segment is open and the next Append tries again.
+func (w *Writer) rotate() error {
+	if w.f != nil {
+		if err := w.syncLocked(); err != nil {
+			return err
+		}
+		if err := w.f.Close(); err != nil {
+			return fmt.Errorf("closing experience segment: %w", err)
+		}
+		w.older = append(w.older, segment{seq: w.seq, path: w.f.Name(), size: w.size})
+		w.f, w.dirty = nil, false
+	}
 	if err := w.openSegment(w.seq+1, 0); err != nil {
 		return err
 	}
@@ -243,7 +271,7 @@ func (w *Writer) prune() error {
 }
 
 func (w *Writer) syncLocked() error {
-	if !w.dirty {
+	if !w.dirty || w.f == nil {
 		return nil
 	}
 	if err := w.f.Sync(); err != nil {
@@ -303,8 +331,10 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	err := w.syncLocked()
-	if cerr := w.f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("closing experience segment: %w", cerr)
+	if w.f != nil {
+		if cerr := w.f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("closing experience segment: %w", cerr)
+		}
 	}
 	w.mu.Unlock()
 	if !w.opts.SyncEachAppend {

@@ -109,6 +109,11 @@ func (s *Server) outcomesChecked(ctx context.Context, outs []*wire.Outcome) *cal
 		if err := wire.CheckTaskID(o); err != nil {
 			return refuse(wire.CodeInvalidArgument, "outcome %d: %v", i, err)
 		}
+		// A latency that is not a duration is the caller's mistake (400),
+		// not the backend failing (found by FuzzJSONBodies).
+		if err := wire.CheckOutcome(o); err != nil {
+			return refuse(wire.CodeInvalidArgument, "outcome %d: %v", i, err)
+		}
 	}
 	if err := s.backend.ReportOutcomes(ctx, outs); err != nil {
 		return refuse(wire.CodeInternal, "reporting outcomes: %v", err)

@@ -70,6 +70,7 @@ type Config struct {
 	MaxStreamsPerConn    int64         // concurrent bidirectional streams per connection (QUIC and HTTP/2); default 64
 	MaxConns             int           // concurrent connections in all, UDP and TCP; default 1024
 	MaxConnsPerIP        int           // concurrent connections per client IP, UDP and TCP; default 64
+	MaxNewConnsPerIP     int           // new connections a second per client IP, UDP and TCP, in bursts of as many; default 100 (ratelimit.go)
 	IdleTimeout          time.Duration // QUIC and TCP idle timeout; default 30s
 	HelloTimeout         time.Duration // time for a native client to send Hello, or an HTTP client its headers; default 5s
 	MaxHTTPBodyBytes     int64         // largest HTTP request body; default 1 MiB
@@ -82,6 +83,12 @@ type Config struct {
 
 // DefaultPort is the agent's QUIC port.
 const DefaultPort = "4433"
+
+// DefaultMaxNewConnsPerIP is the default of Config.MaxNewConnsPerIP: above
+// a client that reconnects all of its MaxConnsPerIP connections at once
+// (an agent restart) and a pool that churns tens of connections a second,
+// and a tenth of a 1,000-a-second flood.
+const DefaultMaxNewConnsPerIP = 100
 
 // Errors of Config validation and of the server.
 var (
@@ -137,6 +144,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	setInt(&c.MaxConns, 1024)
 	setInt(&c.MaxConnsPerIP, 64)
+	setInt(&c.MaxNewConnsPerIP, DefaultMaxNewConnsPerIP)
 	setDur(&c.IdleTimeout, 30*time.Second)
 	setDur(&c.HelloTimeout, 5*time.Second)
 	if c.MaxHTTPBodyBytes <= 0 {

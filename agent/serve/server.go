@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
@@ -37,6 +38,12 @@ type Server struct {
 	nConns int            // QUIC and TCP connections admitted and not yet released
 	perIP  map[string]int // the same, per client IP
 	closed bool
+
+	// fullAt is when each address last found all of its MaxConnsPerIP
+	// taken (under mu; only addresses at the limit have an entry).
+	fullAt   map[string]time.Time
+	rate     *connRate // new connections per client IP
+	refusals refusalLog
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -78,7 +85,8 @@ func New(cfg Config, backend Backend) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, backend: backend, conns: map[*quic.Conn]struct{}{}, perIP: map[string]int{}, metrics: newEndpointMetrics()}
+	s := &Server{cfg: cfg, backend: backend, conns: map[*quic.Conn]struct{}{}, perIP: map[string]int{}, fullAt: map[string]time.Time{}, metrics: newEndpointMetrics(),
+		rate: newConnRate(cfg.MaxNewConnsPerIP), refusals: refusalLog{log: cfg.Logger}}
 	if s.certs, err = newCertStore(&s.cfg); err != nil {
 		return nil, err
 	}
@@ -121,13 +129,42 @@ func (s *Server) TLSConfig(alpns []string, clientAuth tls.ClientAuthType) *tls.C
 }
 
 func (s *Server) quicConfig() *quic.Config {
-	return &quic.Config{
+	qc := &quic.Config{
 		MaxIdleTimeout:        s.cfg.IdleTimeout,
 		MaxIncomingStreams:    s.cfg.MaxStreamsPerConn,
 		MaxIncomingUniStreams: 16, // HTTP/3 control and QPACK streams
 		EnableDatagrams:       true,
 		KeepAlivePeriod:       0,
 	}
+	// Called on a new connection's first packet, before any handshake work.
+	qc.GetConfigForClient = func(info *quic.ClientInfo) (*quic.Config, error) {
+		if !s.allowNew(info.RemoteAddr, "QUIC") {
+			return nil, errRateLimited
+		}
+		if now := time.Now(); s.fullRecently(remoteIP(info.RemoteAddr), now) {
+			s.stats.RejectedConns.Add(1)
+			s.refusals.warn(now, "refusing QUIC connection", "remote", info.RemoteAddr.String(),
+				"reason", fmt.Sprintf("connection limit %d per client address reached", s.cfg.MaxConnsPerIP))
+			return nil, errRateLimited
+		}
+		return qc, nil
+	}
+	return qc
+}
+
+var errRateLimited = errors.New("serve: too many connections from this address")
+
+// allowNew takes a new connection from addr out of its address's budget
+// (MaxNewConnsPerIP), or counts and logs its refusal.
+func (s *Server) allowNew(addr net.Addr, transport string) bool {
+	now := time.Now()
+	if s.rate.allow(remoteIP(addr), now) {
+		return true
+	}
+	s.stats.RejectedConns.Add(1)
+	s.refusals.warn(now, "refusing "+transport+" connection", "remote", addr.String(),
+		"reason", fmt.Sprintf("more than %d new connections a second from this address", s.cfg.MaxNewConnsPerIP))
+	return false
 }
 
 // Addr is the bound UDP address (useful with port 0).
@@ -220,6 +257,7 @@ func (s *Server) admitAddr(ip string) (reason string) {
 	case s.nConns >= s.cfg.MaxConns:
 		return fmt.Sprintf("connection limit %d reached", s.cfg.MaxConns)
 	case s.perIP[ip] >= s.cfg.MaxConnsPerIP:
+		s.fullAt[ip] = time.Now()
 		return fmt.Sprintf("connection limit %d per client address reached", s.cfg.MaxConnsPerIP)
 	}
 	s.nConns++
@@ -235,6 +273,20 @@ func (s *Server) releaseAddr(ip string) {
 	if s.perIP[ip]--; s.perIP[ip] <= 0 {
 		delete(s.perIP, ip)
 	}
+	delete(s.fullAt, ip)
+}
+
+// fullRecently reports whether ip has all of its MaxConnsPerIP connections
+// open and was refused one more within the last second: a QUIC attempt
+// from it is then refused before its handshake. The first refusal is made
+// after the handshake, so that a client over the limit is told why
+// (CodeTooManyConnections); an address that keeps trying within the
+// second gets the cheap refusal.
+func (s *Server) fullRecently(ip string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.fullAt[ip]
+	return ok && s.perIP[ip] >= s.cfg.MaxConnsPerIP && now.Sub(at) < time.Second
 }
 
 // admit applies the connection limits to a QUIC connection; a refused one
@@ -242,7 +294,7 @@ func (s *Server) releaseAddr(ip string) {
 func (s *Server) admit(conn *quic.Conn) bool {
 	if reason := s.admitAddr(remoteIP(conn.RemoteAddr())); reason != "" {
 		s.stats.RejectedConns.Add(1)
-		s.cfg.Logger.Warn("refusing QUIC connection", "remote", conn.RemoteAddr().String(), "reason", reason)
+		s.refusals.warn(time.Now(), "refusing QUIC connection", "remote", conn.RemoteAddr().String(), "reason", reason)
 		conn.CloseWithError(quic.ApplicationErrorCode(wire.CodeTooManyConnections), reason)
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 )
@@ -80,10 +81,14 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !l.s.allowNew(c.RemoteAddr(), "TCP") {
+			c.Close()
+			continue
+		}
 		ip := remoteIP(c.RemoteAddr())
 		if reason := l.s.admitAddr(ip); reason != "" {
 			l.s.stats.RejectedConns.Add(1)
-			l.s.cfg.Logger.Warn("refusing TCP connection", "remote", c.RemoteAddr().String(), "reason", reason)
+			l.s.refusals.warn(time.Now(), "refusing TCP connection", "remote", c.RemoteAddr().String(), "reason", reason)
 			c.Close()
 			continue
 		}

@@ -1,6 +1,7 @@
 package signals
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,6 +29,9 @@ type runqSource struct {
 	pf      procFile
 	psi     Num
 	slow    throttle
+
+	// overflow counts the watches refused because the per-cgroup map was full.
+	overflow int
 }
 
 type cgroupWatch struct {
@@ -85,6 +89,9 @@ func (s *runqSource) watchCgroup(path string, cfg *Config) error {
 		return err
 	}
 	if err := s.probe.WatchCgroup(id); err != nil {
+		if errors.Is(err, bpf.ErrCgroupMapFull) {
+			s.overflow++
+		}
 		return fmt.Errorf("watching cgroup %s: %w", path, err)
 	}
 	s.cgroups = append(s.cgroups, cgroupWatch{path: path, id: id, win: NewWindow(cfg.Window, cfg.Interval)})
@@ -146,6 +153,7 @@ func (s *runqSource) fill(out *RunQueueSignal) {
 	out.Source = s.src
 	out.Pressure = s.psi
 	out.Cgroups = out.Cgroups[:0]
+	out.CgroupsOverflow = s.overflow
 	if s.probe != nil {
 		out.Latency = s.win.Latency()
 		for i := range s.cgroups {

@@ -25,6 +25,10 @@ type RunQueueSignal struct {
 	Latency  Latency         `json:"latency_us"`
 	Pressure Num             `json:"pressure_some_avg10"` // /proc/pressure/cpu, fraction
 	Cgroups  []CgroupLatency `json:"cgroups,omitempty"`
+	// CgroupsOverflow counts the cgroups asked to be watched that the
+	// per-cgroup map had no room for (bpf.MaxWatchedCgroups): they have no
+	// histogram of their own, and their tasks count node-wide only.
+	CgroupsOverflow int `json:"cgroups_overflow,omitempty"`
 }
 
 // CgroupLatency is the run-queue latency of one watched cgroup.

@@ -1,0 +1,91 @@
+package serve_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/triage-agent/triage/agent/serve"
+	"github.com/triage-agent/triage/client"
+	"github.com/triage-agent/triage/wire"
+)
+
+// Past MaxNewConnsPerIP new connections a second, a QUIC attempt is
+// refused before its handshake (CONNECTION_REFUSED) and a TCP one at
+// accept; both are counted.
+func TestNewConnectionRatePerIP(t *testing.T) {
+	b, _ := goBackend()
+	ts := startServer(t, serve.Config{MaxNewConnsPerIP: 3}, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var refused error
+	for i := range 10 {
+		c, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
+		if err != nil {
+			refused = err
+			break
+		}
+		c.Close()
+		if i >= 5 {
+			t.Fatalf("%d connections within a second passed a limit of 3", i+1)
+		}
+	}
+	var te *quic.TransportError
+	if !errors.As(refused, &te) || te.ErrorCode != quic.ConnectionRefused {
+		t.Fatalf("over the rate: %v, want CONNECTION_REFUSED", refused)
+	}
+	before := ts.Stats().RejectedConns.Load()
+	tc, err := tls.Dial("tcp", ts.TCPAddr().String(), pinnedTLS(ts, "http/1.1"))
+	if err == nil {
+		tc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err = tc.Read(make([]byte, 1))
+		tc.Close()
+	}
+	if err == nil {
+		t.Fatal("a TCP connection over the rate was served")
+	}
+	if ts.Stats().RejectedConns.Load() <= before {
+		t.Error("refusals over the rate not counted")
+	}
+	// The budget refills: a second later a client gets through.
+	time.Sleep(time.Second)
+	expectGoodClient(t, ts, ts.clientConfig())
+}
+
+// An address over MaxConnsPerIP is told why once (CodeTooManyConnections,
+// after the handshake); trying again within the second it is refused
+// before the handshake, until one of its connections closes.
+func TestConnectionLimitRefusedEarlyWhenRepeated(t *testing.T) {
+	b, _ := goBackend()
+	ts := startServer(t, serve.Config{MaxConnsPerIP: 1}, b)
+	c1 := ts.dial(t, ts.clientConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
+	var se *client.ServerError
+	if !errors.As(err, &se) || se.Code != wire.CodeTooManyConnections {
+		t.Fatalf("first connection over the limit: %v, want CodeTooManyConnections", err)
+	}
+	_, err = client.Dial(ctx, ts.addr(), ts.clientConfig())
+	var te *quic.TransportError
+	if !errors.As(err, &te) || te.ErrorCode != quic.ConnectionRefused {
+		t.Fatalf("second connection over the limit: %v, want CONNECTION_REFUSED", err)
+	}
+	c1.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot never freed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
