@@ -2,9 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
@@ -75,17 +72,11 @@ func freePorts(t *testing.T) (udp, tcp string) {
 
 func writeCert(t *testing.T, dir string) (certFile, keyFile, fingerprint string) {
 	t.Helper()
-	cert, err := serve.SelfSigned()
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalECPrivateKey(cert.PrivateKey.(*ecdsa.PrivateKey))
-	if err != nil {
-		t.Fatal(err)
-	}
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
+	cert, err := serve.WriteSelfSigned(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return certFile, keyFile, serve.Fingerprint(cert.Certificate[0])
 }
 

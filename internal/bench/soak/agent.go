@@ -3,9 +3,6 @@ package soak
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -56,7 +53,7 @@ func startAgent(ctx context.Context, c agentConfig) (*agentProc, error) {
 		}
 	}
 	certFile, keyFile := filepath.Join(c.dir, "cert.pem"), filepath.Join(c.dir, "key.pem")
-	if err := writeSelfSigned(certFile, keyFile); err != nil {
+	if _, err := serve.WriteSelfSigned(certFile, keyFile, "localhost", "127.0.0.1"); err != nil {
 		return nil, err
 	}
 	args := []string{"agent", "--quic-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
@@ -216,23 +213,4 @@ func (ap *agentProc) scrape() metrics {
 		}
 	}
 	return m
-}
-
-func writeSelfSigned(certFile, keyFile string) error {
-	cert, err := serve.SelfSigned("localhost", "127.0.0.1")
-	if err != nil {
-		return fmt.Errorf("making a certificate: %w", err)
-	}
-	key, ok := cert.PrivateKey.(*ecdsa.PrivateKey)
-	if !ok {
-		return fmt.Errorf("self-signed key is a %T, want ECDSA", cert.PrivateKey)
-	}
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600); err != nil {
-		return err
-	}
-	return os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
 }
