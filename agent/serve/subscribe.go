@@ -114,15 +114,28 @@ func (nc *nativeConn) drainAcks(ctx context.Context, cancel context.CancelFunc, 
 // pushStream writes each new snapshot (by epoch) on the stream; the stream's
 // codec state makes each a delta of the previous one.
 func (nc *nativeConn) pushStream(ctx context.Context, str *quic.Stream, fw *wire.FrameWriter, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
 	var last uint64
 	first := true
+	pushEach(ctx, str, fw, every, func() *wire.Envelope {
+		st := nc.s.backend.State()
+		if st == nil || (!first && st.GetEpoch() == last) {
+			return nil
+		}
+		first, last = false, st.GetEpoch()
+		return &wire.Envelope{Body: &wire.Envelope_NodeState{NodeState: st}}
+	})
+}
+
+// pushEach writes, once per tick, what next returns (nil: nothing new) on
+// str until ctx ends, then finishes the stream; a write that fails resets
+// it. Each write may wait 10 s for flow control.
+func pushEach(ctx context.Context, str *quic.Stream, fw *wire.FrameWriter, every time.Duration, next func() *wire.Envelope) {
+	t := time.NewTicker(every)
+	defer t.Stop()
 	for {
-		if st := nc.s.backend.State(); st != nil && (first || st.GetEpoch() != last) {
-			first, last = false, st.GetEpoch()
+		if msg := next(); msg != nil {
 			_ = str.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			if err := fw.Write(&wire.Envelope{Body: &wire.Envelope_NodeState{NodeState: st}}); err != nil {
+			if err := fw.Write(msg); err != nil {
 				str.CancelWrite(quic.StreamErrorCode(wire.CodeInternal))
 				return
 			}

@@ -53,27 +53,16 @@ func (nc *nativeConn) subscribeTables(ctx context.Context, cancel context.Cancel
 	}
 	sw.Count = nc.s.stats.countFrame
 	go nc.drainAcks(ctx, cancel, str, fr)
-	t := time.NewTicker(nc.interval(sub))
-	defer t.Stop()
 	var last *wire.DecisionTable
 	var lastAt time.Time
-	for {
-		if tab, at := tb.Table(); tab != nil && (tab != last || !at.Equal(lastAt)) {
-			last, lastAt = tab, at
-			_ = str.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			msg := &wire.Envelope{Body: &wire.Envelope_DecisionTable{DecisionTable: withAge(tab, time.Since(at))}}
-			if err := sw.Write(msg); err != nil {
-				str.CancelWrite(quic.StreamErrorCode(wire.CodeInternal))
-				return
-			}
+	pushEach(ctx, str, sw, nc.interval(sub), func() *wire.Envelope {
+		tab, at := tb.Table()
+		if tab == nil || (tab == last && at.Equal(lastAt)) {
+			return nil
 		}
-		select {
-		case <-ctx.Done():
-			str.Close()
-			return
-		case <-t.C:
-		}
-	}
+		last, lastAt = tab, at
+		return &wire.Envelope{Body: &wire.Envelope_DecisionTable{DecisionTable: withAge(tab, time.Since(at))}}
+	})
 }
 
 // withAge is t with age_us set to age (a new message sharing t's slices:
