@@ -8,9 +8,12 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 ORT_LIB    = $(shell ./scripts/fetch-onnxruntime.sh)
 export TRIAGE_ONNXRUNTIME_LIB ?= $(ORT_LIB)
 TEST_FLAGS ?= -count=1 -timeout 40m -p 2
-# Tests that measure latency under a fault run after the rest, alone on the
-# machine: beside another package's tests their p99 measures that package.
-ALONE_TESTS := TestFaultConnectionFloodFromOneAddress
+# Tests that measure real latency (a p99 under a fault, tasks slowed by a
+# played neighbour) run after the rest, alone on the machine: beside another
+# package's tests they measure that package (CI once saw a 10 ms task take
+# 40 ms before the neighbour started). ALONE_PKGS are the packages holding them.
+ALONE_TESTS := TestFaultConnectionFloodFromOneAddress|TestInterferenceIsPlayedForRealAndCleanedUp
+ALONE_PKGS  := ./agent ./internal/bench/e2e
 # PKGS narrows vet and lint to a package list: make lint PKGS='./codec/... ./wire'
 PKGS      ?= ./...
 
@@ -38,7 +41,7 @@ run: build
 test: deps check
 	./scripts/fetch-onnxruntime.sh >/dev/null
 	$(GO) test $(TEST_FLAGS) -skip '^($(ALONE_TESTS))$$' ./...
-	$(GO) test $(TEST_FLAGS) -run '^($(ALONE_TESTS))$$' ./agent
+	$(GO) test $(TEST_FLAGS) -p 1 -run '^($(ALONE_TESTS))$$' $(ALONE_PKGS)
 
 ## check: formatting, vet, staticcheck, and generated code matching its sources
 check: fmt vet lint check-generated
