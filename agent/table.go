@@ -22,13 +22,19 @@ import (
 // TableInterval; ReportLocal (table_local.go) takes the decisions made
 // from it.
 //
-// Bringing a table up to date recomputes every cell's state vector (cheap)
-// and evaluates the model only on the cells whose state moved by more than
-// tableTolerance in some feature since their last evaluation, or on every
-// cell when the grid or the model changed; the guard is applied to every
-// cell each time (a controller's verdict can change while the states do
-// not). A table whose cells' states and levels are all unchanged keeps its
-// epoch; anything else is a new epoch.
+// Bringing a table up to date recomputes every cell's state vector when
+// the node snapshot has moved on since the last time (each StateInterval,
+// 100 ms by default) and evaluates the model only on the cells whose state
+// moved by more than tableTolerance in some feature since their last
+// evaluation, or on every cell when the grid or the model changed. Between
+// two snapshots the states stay as they were: the node inputs are the
+// snapshot's, and what else feeds a cell (the class's latency quantiles,
+// the work in flight per level) is as smooth as the snapshot. Recomputing
+// them at every TableInterval cost two thirds of the agent's CPU under
+// load (docs/footprint.md) and changed few decisions. The guard is applied
+// to every cell each time (a controller's verdict can change while the
+// states do not). A table whose cells' states and levels are all
+// unchanged keeps its epoch; anything else is a new epoch.
 
 const (
 	// DefaultTableInterval is how often a subscribed table is brought up
@@ -84,6 +90,7 @@ type tableProducer struct {
 	nextDec      []policy.Decision
 	levelScratch []byte
 	comp         [policy.NumActions]float64 // expected work in flight per task, per level, last known
+	statesOf     *nodeSnapshot              // the snapshot the newest table's states were computed from
 	nextEpoch    uint64
 
 	ringMu sync.RWMutex
@@ -172,14 +179,19 @@ func (p *tableProducer) refresh(now time.Time) error {
 			p.comp[i] = work[i] / float64(qlen)
 		}
 	}
-	p.cellStates(l, node, now)
 	prev := p.newest()
 	full := prev == nil || prev.layout != l || prev.model != model
 	p.changed = p.changed[:0]
-	for i := range p.next {
-		if full || moved(&p.next[i], &prev.states[i]) {
-			p.changed = append(p.changed, i)
+	if full || node != p.statesOf {
+		p.cellStates(l, node, now)
+		p.statesOf = node
+		for i := range p.next {
+			if full || moved(&p.next[i], &prev.states[i]) {
+				p.changed = append(p.changed, i)
+			}
 		}
+	} else {
+		p.controlTasks(l, node, now)
 	}
 	var dec []policy.Decision
 	switch {
@@ -206,13 +218,34 @@ func (p *tableProducer) refresh(now time.Time) error {
 // cellStates fills p.next with every cell's state at now and p.ctl with
 // each (class, SLA, cost)'s task as the guard's controller sees it.
 func (p *tableProducer) cellStates(l *tableLayout, node *nodeSnapshot, now time.Time) {
-	a := p.a
 	if cap(p.next) < l.cells {
 		p.next = make([]policy.State, l.cells)
 	}
 	p.next = p.next[:l.cells]
-	p.ctl = p.ctl[:0]
 	rows := len(l.queueEdges)
+	p.eachTask(l, node, now, func(c *layoutClass, s, k int, in *policy.Inputs) {
+		base := c.offset + wire.TableCell(s, k, 0, c.cost.len(), rows)
+		for r, q := range l.queueReps {
+			in.QueueLen = q
+			for lv := range in.InFlightMs {
+				in.InFlightMs[lv] = p.comp[lv] * q
+			}
+			p.next[base+r] = policy.Vector(in)
+		}
+	})
+}
+
+// controlTasks fills p.ctl alone, for a refresh that keeps the states.
+func (p *tableProducer) controlTasks(l *tableLayout, node *nodeSnapshot, now time.Time) {
+	p.eachTask(l, node, now, nil)
+}
+
+// eachTask sets p.ctl to each (class, SLA, cost)'s task as the guard's
+// controller sees it at now, calling cell (when not nil) with the task's
+// inputs on node.
+func (p *tableProducer) eachTask(l *tableLayout, node *nodeSnapshot, now time.Time, cell func(c *layoutClass, s, k int, in *policy.Inputs)) {
+	a := p.a
+	p.ctl = p.ctl[:0]
 	for ci := range l.classes {
 		c := &l.classes[ci]
 		for s := range c.sla.len() {
@@ -222,15 +255,9 @@ func (p *tableProducer) cellStates(l *tableLayout, node *nodeSnapshot, now time.
 					d.CostMs = c.cost.rep[k-1]
 				}
 				in := a.asm.TaskInputs(&node.inputs, &d, 0, now)
-				cost := knownOrZero(in.CostMs)
-				p.ctl = append(p.ctl, a.controlTask(&d, cost, now))
-				base := c.offset + wire.TableCell(s, k, 0, c.cost.len(), rows)
-				for r, q := range l.queueReps {
-					in.QueueLen = q
-					for lv := range in.InFlightMs {
-						in.InFlightMs[lv] = p.comp[lv] * q
-					}
-					p.next[base+r] = policy.Vector(&in)
+				p.ctl = append(p.ctl, a.controlTask(&d, knownOrZero(in.CostMs), now))
+				if cell != nil {
+					cell(c, s, k, &in)
 				}
 			}
 		}

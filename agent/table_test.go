@@ -288,3 +288,43 @@ func TestShadowSeesLocalDecisions(t *testing.T) {
 		t.Fatalf("shadow stats %+v", st)
 	}
 }
+
+// Between two node snapshots a refresh keeps every cell's state: what moved
+// since (here the class's latency quantiles, from outcomes) reaches the
+// cells with the next snapshot, and only then is the model run again.
+func TestTableStatesFollowTheNodeSnapshot(t *testing.T) {
+	// A node snapshot that refreshes only when the test says.
+	ta := localAgent(t, Config{StateInterval: time.Hour, TableInterval: 5 * time.Millisecond})
+	cl := localClient(t, ta, client.Config{})
+	untilLocal(t, cl, scoringTask(1))
+	ta.Table()
+	before := ta.metric(t, `triage_decision_table_evaluated_cells_total`)
+	if before <= 0 {
+		t.Fatalf("no cell evaluated for the first table (%v)", before)
+	}
+	// Scoring tasks that take 40 times their cost move the class's quantiles.
+	ctx := context.Background()
+	for i := range 40 {
+		task := &wire.Task{TaskId: fmt.Sprintf("slow-%d", i), Class: "scoring", SlaMs: 200, CostMs: 15}
+		if _, err := cl.DecideRemote(ctx, []*wire.Task{task}); err != nil {
+			t.Fatal(err)
+		}
+		out := &wire.Outcome{TaskId: task.GetTaskId(), LatencyMs: 600, ServiceMs: 600}
+		if _, err := cl.ReportOutcomes(ctx, []*wire.Outcome{out}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 6 {
+		time.Sleep(6 * time.Millisecond)
+		ta.Table()
+	}
+	if got := ta.metric(t, `triage_decision_table_evaluated_cells_total`); got != before {
+		t.Fatalf("refreshes between snapshots evaluated %v cells, want none", got-before)
+	}
+	ta.refreshNode(time.Now())
+	time.Sleep(6 * time.Millisecond)
+	ta.Table()
+	if got := ta.metric(t, `triage_decision_table_evaluated_cells_total`); got <= before {
+		t.Fatalf("the snapshot after slow outcomes evaluated no cell (%v before, %v after)", before, got)
+	}
+}
