@@ -35,6 +35,7 @@ func runEval(args []string) error {
 	minAgree := fs.Float64("guard-min-agreement", guard.DefaultMinAgreement, "as the agent's --guard-min-agreement")
 	ablate := fs.String("ablate", "", "kernel: add a dqn-ablated row, the same guarded model with every kernel feature at its neutral value")
 	perClass := fs.Bool("per-class", true, "print SLA attainment per class and policy after each scenario's table")
+	statesFrom := fs.String("states-from", "", "an agent's experience directory (e.g. from bench e2e --keep-dir) on the one --scenario: print each feature's spread there beside the simulated dqn's")
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return helpIsNotAnError(err)
@@ -51,6 +52,9 @@ func runEval(args []string) error {
 	}
 	if len(scenarios) == 0 && *generated == 0 {
 		return errors.New("no --scenario given")
+	}
+	if *statesFrom != "" && (len(scenarios) != 1 || *generated != 0) {
+		return errors.New("--states-from compares with one --scenario, the one the agent ran")
 	}
 	cfg := policy.Config{Device: *device, LibraryPath: *lib}
 	var sess *policy.Session
@@ -114,6 +118,11 @@ func runEval(args []string) error {
 			ratio = fmt.Sprintf("%.2fx", d.GoodputPerS/fifo)
 		}
 		fmt.Printf("\ndqn goodput %s FIFO's; best baseline by goodput: %s (%.2f/s)\n\n", ratio, best, bv)
+		if *statesFrom != "" {
+			if err := writeStateComparison(os.Stdout, *statesFrom, sc, *seed, sess, *guardName, gcfg); err != nil {
+				return err
+			}
+		}
 		if *plot != "" {
 			path := *plot
 			if len(scenarios) > 1 {
