@@ -3,9 +3,10 @@ package train
 import "github.com/triage-agent/triage/policy"
 
 // Comparing the states a policy decided on in the simulator with those the
-// agent logged on a real node (docs/calibration.md, "Simulator against real execution"): a feature whose real
-// values sit outside the simulated spread is one the model meets out of
-// its training, where the simulator's node is not the real one.
+// agent logged on a real node (docs/calibration.md, "Simulator against
+// real execution"): a feature whose real values sit outside the simulated
+// spread is one the model meets out of its training, where the
+// simulator's node is not the real one.
 
 // Spreads is each feature's Spread over states (zeros for none).
 func Spreads(states []policy.State) [policy.NumFeatures]Spread {

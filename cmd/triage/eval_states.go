@@ -19,8 +19,9 @@ const outsideTolerance = 0.05
 // writeStateComparison runs sc once more under the guarded model (seed:
 // the arrivals), recording the states it decides on, and writes each
 // feature's spread there beside its spread in the agent's experience log
-// dir (docs/calibration.md, "Simulator against real execution"): where a real node's states leave the
-// simulated band, the model decides out of what it trained on.
+// dir (docs/calibration.md, "Simulator against real execution"): where a
+// real node's states leave the simulated band, the model decides out of
+// what it trained on.
 func writeStateComparison(w io.Writer, dir string, sc *train.Scenario, seed int64, sess policy.Decider, guardName string, gcfg guard.Config) error {
 	var logged []policy.State
 	if err := experience.ReadDir(dir, func(r experience.Record) error {
