@@ -76,7 +76,7 @@ func newSession(ctx context.Context, c *Client, conn *quic.Conn) (*session, erro
 	switch b := env.GetBody().(type) {
 	case *wire.Envelope_HelloOk:
 	case *wire.Envelope_Error:
-		return nil, &ServerError{Code: wire.Code(b.Error.GetCode()), Reason: b.Error.GetReason()}
+		return nil, serverError(b.Error)
 	default:
 		return nil, fmt.Errorf("%w: hello answered with %T", wire.ErrMalformed, b)
 	}
@@ -376,7 +376,7 @@ func (cs *callStream) readLoop() {
 			id = b.Error.GetReqId()
 			if id == 0 {
 				// A stream-level error: the agent is closing this stream.
-				cs.fail(fmt.Errorf("%w: %w", errSessionDead, &ServerError{Code: wire.Code(b.Error.GetCode()), Reason: b.Error.GetReason()}))
+				cs.fail(fmt.Errorf("%w: %w", errSessionDead, serverError(b.Error)))
 				return
 			}
 		default:
