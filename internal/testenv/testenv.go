@@ -3,6 +3,8 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -33,4 +35,17 @@ func RequireBPF(t testing.TB, rootReason string) {
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
 		t.Skip("kernel has no BTF (/sys/kernel/btf/vmlinux): CO-RE programs cannot load")
 	}
+}
+
+// BuildTriage builds the triage binary (cmd/triage) into a temporary
+// directory of t, with extra `go build` flags (-ldflags ...), for tests
+// that run it as a child process; it returns the binary's path.
+func BuildTriage(t testing.TB, buildFlags ...string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "triage")
+	args := append(append([]string{"build"}, buildFlags...), "-o", bin, "github.com/triage-agent/triage/cmd/triage")
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		t.Fatalf("building triage: %v\n%s", err, out)
+	}
+	return bin
 }

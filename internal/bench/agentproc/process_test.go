@@ -2,12 +2,11 @@ package agentproc
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/triage-agent/triage/internal/faulttest"
+	"github.com/triage-agent/triage/internal/testenv"
 )
 
 // A real `triage agent` child (built here): Start returns once it serves
@@ -16,10 +15,7 @@ import (
 // its exit, not a timeout.
 func TestStartScrapeStop(t *testing.T) {
 	faulttest.Long(t, "building and starting triage agent")
-	bin := filepath.Join(t.TempDir(), "triage")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/triage-agent/triage/cmd/triage").CombinedOutput(); err != nil {
-		t.Fatalf("building triage: %v\n%s", err, out)
-	}
+	bin := testenv.BuildTriage(t)
 	ctx := context.Background()
 
 	_, err := Start(ctx, Config{Bin: bin, Dir: t.TempDir(), NoEBPF: true, ExtraArgs: []string{"--no-such-flag"}})
