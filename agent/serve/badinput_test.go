@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -165,17 +166,13 @@ func TestThousandsOfStreams(t *testing.T) {
 		s.CancelWrite(0)
 		s.CancelRead(0)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(t, 10*time.Second, "connection did not recover after releasing its streams", func() error {
 		resp, err := rc.decideOnNewStream(decidePayload(t, 1))
-		if err == nil && len(resp.GetDecisions()) == 1 {
-			break
+		if err == nil && len(resp.GetDecisions()) != 1 {
+			err = fmt.Errorf("%d decisions for 1 task", len(resp.GetDecisions()))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("connection did not recover after releasing its streams: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 	expectGoodClient(t, ts, ts.clientConfig())
 }
 
@@ -267,8 +264,7 @@ func TestConnectionLimitPerIP(t *testing.T) {
 	ts := startServer(t, serve.Config{MaxConnsPerIP: 2}, b)
 	c1 := ts.dial(t, ts.clientConfig())
 	c2 := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 	_, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
 	var se *client.ServerError
 	if !errors.As(err, &se) || se.Code != wire.CodeTooManyConnections {
@@ -281,18 +277,7 @@ func TestConnectionLimitPerIP(t *testing.T) {
 	}
 	c2.Close()
 	// The slot frees when the connection ends.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c3, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
-		if err == nil {
-			c3.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slot never freed: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	eventually(t, 10*time.Second, "slot never freed", func() error { return dialAndClose(ctx, ts) })
 }
 
 var _ = x509.NewCertPool

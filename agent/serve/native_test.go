@@ -17,8 +17,7 @@ func TestNativeDecideMatchesPolicy(t *testing.T) {
 	b, d := goBackend()
 	ts := startServer(t, serve.Config{}, b)
 	c := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 
 	tasks := sampleTasks(64)
 	resp, err := c.Decide(ctx, tasks)
@@ -91,8 +90,7 @@ func TestNativeOutcomes(t *testing.T) {
 	b, _ := goBackend()
 	ts := startServer(t, serve.Config{}, b)
 	c := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 	n, err := c.ReportOutcomes(ctx, []*wire.Outcome{{Id: 1, LatencyMs: 3.5, SlaMet: true}, {Id: 2, LatencyMs: 80, SlaMet: false}})
 	if err != nil || n != 2 {
 		t.Fatalf("ReportOutcomes = %d, %v; want 2, nil", n, err)
@@ -114,8 +112,7 @@ func TestNativeBatchLimit(t *testing.T) {
 	b, _ := goBackend()
 	ts := startServer(t, serve.Config{MaxBatch: 8}, b)
 	c := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 	_, err := c.Decide(ctx, sampleTasks(9))
 	var se *client.ServerError
 	if !errors.As(err, &se) || se.Code != wire.CodeBatchTooLarge {
@@ -131,8 +128,7 @@ func TestSubscribeStream(t *testing.T) {
 	b, _ := goBackend()
 	ts := startServer(t, serve.Config{StateInterval: 5 * time.Millisecond}, b)
 	c := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 	ch, err := c.Subscribe(ctx, wire.SubscribeMode_SUBSCRIBE_MODE_STREAM)
 	if err != nil {
 		t.Fatal(err)
@@ -163,8 +159,7 @@ func TestSubscribeDatagram(t *testing.T) {
 	b, _ := goBackend()
 	ts := startServer(t, serve.Config{StateInterval: 5 * time.Millisecond}, b)
 	c := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 	ch, err := c.Subscribe(ctx, wire.SubscribeMode_SUBSCRIBE_MODE_DATAGRAM)
 	if err != nil {
 		t.Fatal(err)
