@@ -17,6 +17,7 @@ import (
 	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/client"
 	"github.com/triage-agent/triage/codec"
+	"github.com/triage-agent/triage/internal/testpki"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -200,13 +201,13 @@ func TestTokenAuth(t *testing.T) {
 
 func TestMutualTLS(t *testing.T) {
 	b, _ := goBackend()
-	ca := newTestCA(t)
-	other := newTestCA(t)
-	ts := startServer(t, serve.Config{ClientCAs: ca.pool}, b)
+	ca := testpki.NewCA(t, "triage test CA")
+	other := testpki.NewCA(t, "another CA")
+	ts := startServer(t, serve.Config{ClientCAs: ca.Pool}, b)
 
 	cases := map[string][]tls.Certificate{
 		"no certificate":              nil,
-		"certificate of another CA":   {other.issue(t)},
+		"certificate of another CA":   {other.IssueClient(t, "upstream-service")},
 		"self-signed like the server": {mustSelfSigned(t)},
 	}
 	for name, certs := range cases {
@@ -224,7 +225,7 @@ func TestMutualTLS(t *testing.T) {
 		}
 	}
 	cfg := ts.clientConfig()
-	cfg.Certificates = []tls.Certificate{ca.issue(t)}
+	cfg.Certificates = []tls.Certificate{ca.IssueClient(t, "upstream-service")}
 	expectGoodClient(t, ts, cfg)
 }
 

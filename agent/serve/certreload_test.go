@@ -18,6 +18,7 @@ import (
 
 	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/client"
+	"github.com/triage-agent/triage/internal/testpki"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -141,13 +142,13 @@ func TestCertificateReloadedFromDisk(t *testing.T) {
 func TestClientCAReloadedFromDisk(t *testing.T) {
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "ca.crt")
-	ca1, ca2 := newTestCA(t), newTestCA(t)
-	replace(t, caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca1.cert.Raw}))
+	ca1, ca2 := testpki.NewCA(t, "first CA"), testpki.NewCA(t, "second CA")
+	replace(t, caFile, ca1.PEM())
 	b, _ := goBackend()
 	ts := startServer(t, serve.Config{ClientCAFile: caFile}, b)
-	dial := func(ca *testCA) error {
+	dial := func(ca *testpki.CA) error {
 		cfg := ts.clientConfig()
-		cfg.Certificates = []tls.Certificate{ca.issue(t)}
+		cfg.Certificates = []tls.Certificate{ca.IssueClient(t, "upstream-service")}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		c, err := client.Dial(ctx, ts.addr(), cfg)
@@ -163,7 +164,7 @@ func TestClientCAReloadedFromDisk(t *testing.T) {
 	if dial(ca2) == nil {
 		t.Fatal("client of CA 2 served before the bundle named it")
 	}
-	replace(t, caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca2.cert.Raw}))
+	replace(t, caFile, ca2.PEM())
 	if err := dial(ca2); err != nil {
 		t.Fatalf("client of CA 2 after the bundle changed: %v", err)
 	}

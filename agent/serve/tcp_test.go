@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/triage-agent/triage/agent/serve"
+	"github.com/triage-agent/triage/internal/testpki"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/wire"
 )
@@ -257,14 +258,14 @@ func TestStringIDsOnQUIC(t *testing.T) {
 // Client certificates are asked for on the TCP port as on QUIC.
 func TestTCPMutualTLS(t *testing.T) {
 	b, _ := goBackend()
-	ca := newTestCA(t)
-	ts := startServer(t, serve.Config{ClientCAs: ca.pool}, b)
+	ca := testpki.NewCA(t, "triage test CA")
+	ts := startServer(t, serve.Config{ClientCAs: ca.Pool}, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := grpcDecide(ctx, grpcConn(t, ts, nil), &wire.DecideRequest{Tasks: sampleTasks(1)}); err == nil {
 		t.Fatal("gRPC without a client certificate was served")
 	}
-	if _, err := grpcDecide(ctx, grpcConn(t, ts, []tls.Certificate{ca.issue(t)}), &wire.DecideRequest{Tasks: sampleTasks(1)}); err != nil {
+	if _, err := grpcDecide(ctx, grpcConn(t, ts, []tls.Certificate{ca.IssueClient(t, "upstream-service")}), &wire.DecideRequest{Tasks: sampleTasks(1)}); err != nil {
 		t.Fatalf("gRPC with a client certificate: %v", err)
 	}
 }
