@@ -1,4 +1,6 @@
-// Package testenv holds what tests need to know about the machine they run on.
+// Package testenv holds what tests need to know about the machine they run
+// on, and the few chores many packages' tests share (building the binary,
+// replacing a watched file).
 package testenv
 
 import (
@@ -48,4 +50,18 @@ func BuildTriage(t testing.TB, buildFlags ...string) string {
 		t.Fatalf("building triage: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// ReplaceFile replaces the file at path with b the way a deploy (or a
+// trainer, or cert-manager) should: written to a temporary name beside it,
+// then renamed into place, so a watcher never reads a half-written file.
+func ReplaceFile(t testing.TB, path string, b []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
 }
