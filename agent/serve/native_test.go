@@ -124,17 +124,24 @@ func TestNativeBatchLimit(t *testing.T) {
 	}
 }
 
-func TestSubscribeStream(t *testing.T) {
+// subscribeUpdating subscribes in mode to a server whose backend takes a
+// new snapshot every 5 ms (and publishes every 5 ms) until the test ends.
+func subscribeUpdating(t *testing.T, mode wire.SubscribeMode) (*testServer, context.Context, <-chan *wire.NodeState) {
+	t.Helper()
 	b, _ := goBackend()
 	ts := startServer(t, serve.Config{StateInterval: 5 * time.Millisecond}, b)
 	c := ts.dial(t, ts.clientConfig())
 	ctx := callCtx(t)
-	ch, err := c.Subscribe(ctx, wire.SubscribeMode_SUBSCRIBE_MODE_STREAM)
+	ch, err := c.Subscribe(ctx, mode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopUpdates := updateState(b, 5*time.Millisecond)
-	defer stopUpdates()
+	t.Cleanup(updateState(b, 5*time.Millisecond))
+	return ts, ctx, ch
+}
+
+func TestSubscribeStream(t *testing.T) {
+	_, ctx, ch := subscribeUpdating(t, wire.SubscribeMode_SUBSCRIBE_MODE_STREAM)
 	var last uint64
 	for i := 0; i < 20; i++ {
 		select {
@@ -156,16 +163,7 @@ func TestSubscribeStream(t *testing.T) {
 }
 
 func TestSubscribeDatagram(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{StateInterval: 5 * time.Millisecond}, b)
-	c := ts.dial(t, ts.clientConfig())
-	ctx := callCtx(t)
-	ch, err := c.Subscribe(ctx, wire.SubscribeMode_SUBSCRIBE_MODE_DATAGRAM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopUpdates := updateState(b, 5*time.Millisecond)
-	defer stopUpdates()
+	ts, ctx, ch := subscribeUpdating(t, wire.SubscribeMode_SUBSCRIBE_MODE_DATAGRAM)
 	seen := map[uint64]bool{}
 	for len(seen) < 20 {
 		select {
