@@ -178,37 +178,28 @@ const (
 // ErrBadConfig reports a Config that cannot run.
 var ErrBadConfig = errors.New("agent: bad config")
 
+// positiveOr is v, or def where v is zero or negative: a setting left
+// unset (or below any sense) takes its default.
+func positiveOr[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
 func (c Config) withDefaults() (Config, error) {
 	if c.AdminAddr == "" {
 		c.AdminAddr = DefaultAdminAddr
 	}
-	if c.ModelWatchInterval <= 0 {
-		c.ModelWatchInterval = time.Second
-	}
-	if c.MaxBatch <= 0 {
-		c.MaxBatch = DefaultMaxBatch
-	}
-	if c.Workers <= 0 {
-		c.Workers = runtime.NumCPU()
-	}
-	if c.TaskTimeout <= 0 {
-		c.TaskTimeout = DefaultTaskTimeout
-	}
-	if c.MaxPending <= 0 {
-		c.MaxPending = DefaultMaxPending
-	}
-	if c.StateInterval <= 0 {
-		c.StateInterval = DefaultStateInterval
-	}
-	if c.TableInterval <= 0 {
-		c.TableInterval = DefaultTableInterval
-	}
-	if c.TableMaxCells <= 0 {
-		c.TableMaxCells = DefaultTableMaxCells
-	}
-	if c.FlamegraphInterval <= 0 {
-		c.FlamegraphInterval = DefaultFGInterval
-	}
+	c.ModelWatchInterval = positiveOr(c.ModelWatchInterval, time.Second)
+	c.MaxBatch = positiveOr(c.MaxBatch, DefaultMaxBatch)
+	c.Workers = positiveOr(c.Workers, runtime.NumCPU())
+	c.TaskTimeout = positiveOr(c.TaskTimeout, DefaultTaskTimeout)
+	c.MaxPending = positiveOr(c.MaxPending, DefaultMaxPending)
+	c.StateInterval = positiveOr(c.StateInterval, DefaultStateInterval)
+	c.TableInterval = positiveOr(c.TableInterval, DefaultTableInterval)
+	c.TableMaxCells = positiveOr(c.TableMaxCells, DefaultTableMaxCells)
+	c.FlamegraphInterval = positiveOr(c.FlamegraphInterval, DefaultFGInterval)
 	if _, err := profiling.ParseUnwindMode(c.FlamegraphUnwind); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/triage-agent/triage/internal/bench/proc"
 	"github.com/triage-agent/triage/internal/faulttest"
+	"github.com/triage-agent/triage/internal/testenv"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/policy/defaultmodel"
 )
@@ -36,7 +36,7 @@ func TestFaultModelFileFlapping(t *testing.T) {
 		{},                       // empty
 		bytes.Repeat([]byte{0x08, 0x07, 0x12}, 4096), // protobuf-looking noise
 	}
-	writeAtomic(t, path, good[0])
+	testenv.ReplaceFile(t, path, good[0])
 	ta := startAgent(t, Config{NoEBPF: true, ModelPath: path, ModelWatchInterval: 10 * time.Millisecond})
 	s := startStreamer(ta.dial(t), 1, 4, 2*time.Millisecond)
 	defer s.stop()
@@ -47,16 +47,16 @@ func TestFaultModelFileFlapping(t *testing.T) {
 	start := time.Now()
 	for i := 0; time.Since(start) < flapFor; i++ {
 		if i%2 == 0 {
-			writeAtomic(t, path, garbage[(i/2)%len(garbage)])
+			testenv.ReplaceFile(t, path, garbage[(i/2)%len(garbage)])
 		} else {
-			writeAtomic(t, path, good[(i/2)%2])
+			testenv.ReplaceFile(t, path, good[(i/2)%2])
 		}
 		if i == 100 { // 10 s in
 			sample[0] = sampleUsage(t)
 		}
 		time.Sleep(every)
 	}
-	writeAtomic(t, path, good[1])
+	testenv.ReplaceFile(t, path, good[1])
 	waitFor(t, 5*time.Second, "the last good model to serve", func() bool { return ta.ModelVersion() == "flap-b" })
 	s.stop()
 	sample[1] = sampleUsage(t)
@@ -108,18 +108,6 @@ func reversioned(t *testing.T, version string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// writeAtomic replaces path with b by rename, as an operator's deploy does.
-func writeAtomic(t *testing.T, path string, b []byte) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
 }
 
 type usage struct {

@@ -193,3 +193,17 @@ func bucketOfUs(ns float64) int {
 	}
 	return b + 1 // bpftrace: [0,1) is bucket 0, [1,2) bucket 1, [2,4) bucket 2...
 }
+
+// drainOnCPU drains p's window and returns how many on-CPU samples it held.
+func drainOnCPU(t testing.TB, p *Profiler) uint64 {
+	t.Helper()
+	w, err := p.Drain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, s := range w.OnCPU {
+		n += s.Value
+	}
+	return n
+}

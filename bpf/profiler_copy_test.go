@@ -70,14 +70,7 @@ func TestProfilerCopiesUserStacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	spin(200 * time.Millisecond)
-	w, err := p.Drain()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var counted uint64
-	for _, s := range w.OnCPU {
-		counted += s.Value
-	}
+	counted := drainOnCPU(t, p)
 	rd.SetDeadline(time.Now().Add(50 * time.Millisecond))
 	if err := rd.Read(&c); err == nil {
 		t.Fatalf("a copy arrived after the process was marked frame-pointer sound: %+v", c.Pid)

@@ -4,6 +4,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/triage-agent/triage/internal/faulttest"
 )
 
 // TestTCPStatCountsStatesAndSynRetransmits opens and closes loopback
@@ -58,8 +60,8 @@ func TestTCPStatCountsStatesAndSynRetransmits(t *testing.T) {
 			if tier != TierBTF {
 				return // the retransmit path is the same on every tier; wait 1 s once
 			}
-			_, port := listenBacklog(t, 0)
-			dialBurst(t, port, 4, 1500*time.Millisecond)
+			port := faulttest.ListenBacklog(t, 0)
+			faulttest.DialBurst(t, port, 4, 1500*time.Millisecond)
 			deadline := time.Now().Add(2500 * time.Millisecond)
 			var c2 TCPCounters
 			for time.Now().Before(deadline) {

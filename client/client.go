@@ -337,7 +337,7 @@ func (c *Client) call(ctx context.Context, req *wire.Envelope, id uint64) (*wire
 		env, err := s.roundTrip(ctx, req, id)
 		if err == nil {
 			if e := env.GetError(); e != nil {
-				return nil, &ServerError{Code: wire.Code(e.GetCode()), Reason: e.GetReason()}
+				return nil, serverError(e)
 			}
 			return env, nil
 		}

@@ -93,6 +93,11 @@ type ServerError struct {
 
 func (e *ServerError) Error() string { return fmt.Sprintf("agent: %s: %s", e.Code, e.Reason) }
 
+// serverError is the ServerError an Error envelope of the agent carries.
+func serverError(e *wire.Error) *ServerError {
+	return &ServerError{Code: wire.Code(e.GetCode()), Reason: e.GetReason()}
+}
+
 // Is makes errors.Is(err, ErrUnauthenticated) true for CodeUnauthenticated.
 func (e *ServerError) Is(target error) bool {
 	return target == ErrUnauthenticated && e.Code == wire.CodeUnauthenticated

@@ -300,7 +300,7 @@ func (l *localDecider) report(ctx context.Context, batch []pendingLocal, send ca
 	if err == nil && env.GetLocalAccepted() == nil {
 		err = fmt.Errorf("local report answered with %T", env.GetBody())
 		if e := env.GetError(); e != nil {
-			err = &ServerError{Code: wire.Code(e.GetCode()), Reason: e.GetReason()}
+			err = serverError(e)
 		}
 	}
 	if err != nil {

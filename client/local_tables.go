@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/quic-go/quic-go"
-
 	"github.com/triage-agent/triage/codec"
 	"github.com/triage-agent/triage/wire"
 )
@@ -59,40 +57,18 @@ func (l *localDecider) interval() time.Duration {
 
 // tablesOnce runs one subscription on one connection until it fails.
 func (l *localDecider) tablesOnce(ctx context.Context, s *session) error {
-	c := l.c
-	str, err := s.conn.OpenStreamSync(ctx)
-	if err != nil {
-		return asServerError(err)
-	}
-	defer str.CancelRead(quic.StreamErrorCode(wire.CodeOK))
-	defer str.Close()
-	fw, err := wire.NewFrameWriter(str, c.codecOpts()...)
-	if err != nil {
-		return err
-	}
-	fr, err := wire.NewFrameReader(str, c.cfg.MaxFrameBytes)
-	if err != nil {
-		return err
-	}
 	ms := uint32(max(l.interval()/time.Millisecond, 1))
-	if err := fw.Write(&wire.Envelope{Body: &wire.Envelope_Subscribe{Subscribe: &wire.Subscribe{Mode: wire.SubscribeMode_SUBSCRIBE_MODE_TABLE, MinIntervalMs: ms}}}); err != nil {
-		return asServerError(err)
+	fr, release, err := l.c.openSubscription(ctx, s, &wire.Subscribe{Mode: wire.SubscribeMode_SUBSCRIBE_MODE_TABLE, MinIntervalMs: ms})
+	if err != nil {
+		return err
 	}
-	stop := context.AfterFunc(ctx, func() { str.CancelRead(quic.StreamErrorCode(wire.CodeOK)) })
-	defer stop()
-	for {
-		var env wire.Envelope
-		if err := fr.Read(&env); err != nil {
-			return asServerError(err)
-		}
-		switch b := env.GetBody().(type) {
-		case *wire.Envelope_DecisionTable:
+	defer release()
+	return readSubscription(fr, func(env *wire.Envelope) {
+		if t := env.GetDecisionTable(); t != nil {
 			l.countFrame(fr.LastFrame())
-			l.receive(b.DecisionTable, time.Now())
-		case *wire.Envelope_Error:
-			return &ServerError{Code: wire.Code(b.Error.GetCode()), Reason: b.Error.GetReason()}
+			l.receive(t, time.Now())
 		}
-	}
+	})
 }
 
 func (l *localDecider) countFrame(n int, kind codec.Kind) {

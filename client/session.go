@@ -76,7 +76,7 @@ func newSession(ctx context.Context, c *Client, conn *quic.Conn) (*session, erro
 	switch b := env.GetBody().(type) {
 	case *wire.Envelope_HelloOk:
 	case *wire.Envelope_Error:
-		return nil, &ServerError{Code: wire.Code(b.Error.GetCode()), Reason: b.Error.GetReason()}
+		return nil, serverError(b.Error)
 	default:
 		return nil, fmt.Errorf("%w: hello answered with %T", wire.ErrMalformed, b)
 	}
@@ -221,13 +221,7 @@ func (s *session) deliverReply(frame []byte) {
 	_, err := s.replies.Decode(frame, env)
 	var ch chan *wire.Envelope
 	if err == nil {
-		var id uint64
-		switch b := env.GetBody().(type) {
-		case *wire.Envelope_DecideResponse:
-			id = b.DecideResponse.GetReqId()
-		case *wire.Envelope_Error:
-			id = b.Error.GetReqId()
-		}
+		id, _ := replyID(env) // ids start at 1: no call waits on 0
 		ch = s.dgCalls[id]
 		delete(s.dgCalls, id)
 	}
@@ -238,6 +232,22 @@ func (s *session) deliverReply(frame []byte) {
 		default:
 		}
 	}
+}
+
+// replyID is the request id of an answer (to a decide, outcomes or local
+// report call, or an Error about one), and whether env is an answer at all.
+func replyID(env *wire.Envelope) (uint64, bool) {
+	switch b := env.GetBody().(type) {
+	case *wire.Envelope_DecideResponse:
+		return b.DecideResponse.GetReqId(), true
+	case *wire.Envelope_OutcomeAccepted:
+		return b.OutcomeAccepted.GetReqId(), true
+	case *wire.Envelope_LocalAccepted:
+		return b.LocalAccepted.GetReqId(), true
+	case *wire.Envelope_Error:
+		return b.Error.GetReqId(), true
+	}
+	return 0, false
 }
 
 // answer turns a nil (the stream failed) into that stream's error.
@@ -364,23 +374,14 @@ func (cs *callStream) readLoop() {
 			cs.fail(fmt.Errorf("%w: %w", errSessionDead, asServerError(err)))
 			return
 		}
-		var id uint64
-		switch b := env.GetBody().(type) {
-		case *wire.Envelope_DecideResponse:
-			id = b.DecideResponse.GetReqId()
-		case *wire.Envelope_OutcomeAccepted:
-			id = b.OutcomeAccepted.GetReqId()
-		case *wire.Envelope_LocalAccepted:
-			id = b.LocalAccepted.GetReqId()
-		case *wire.Envelope_Error:
-			id = b.Error.GetReqId()
-			if id == 0 {
-				// A stream-level error: the agent is closing this stream.
-				cs.fail(fmt.Errorf("%w: %w", errSessionDead, &ServerError{Code: wire.Code(b.Error.GetCode()), Reason: b.Error.GetReason()}))
-				return
-			}
-		default:
+		id, ok := replyID(env)
+		if !ok {
 			continue
+		}
+		if e := env.GetError(); e != nil && id == 0 {
+			// A stream-level error: the agent is closing this stream.
+			cs.fail(fmt.Errorf("%w: %w", errSessionDead, serverError(e)))
+			return
 		}
 		cs.pmu.Lock()
 		ch := cs.pending[id]

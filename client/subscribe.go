@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/quic-go/quic-go"
-
 	"github.com/triage-agent/triage/codec"
 	"github.com/triage-agent/triage/wire"
 )
@@ -90,41 +88,19 @@ func (c *Client) runSubscription(ctx context.Context, mode wire.SubscribeMode, o
 
 // subscribeOnce runs one subscription on one connection until it fails.
 func (c *Client) subscribeOnce(ctx context.Context, s *session, mode wire.SubscribeMode, o SubscribeOptions, push func(*wire.NodeState)) error {
-	str, err := s.conn.OpenStreamSync(ctx)
-	if err != nil {
-		return asServerError(err)
-	}
-	defer str.CancelRead(quic.StreamErrorCode(wire.CodeOK))
-	defer str.Close()
-	fw, err := wire.NewFrameWriter(str, c.codecOpts()...)
+	fr, release, err := c.openSubscription(ctx, s, &wire.Subscribe{Mode: mode, MinIntervalMs: uint32(o.MinInterval / time.Millisecond)})
 	if err != nil {
 		return err
 	}
-	fr, err := wire.NewFrameReader(str, c.cfg.MaxFrameBytes)
-	if err != nil {
-		return err
-	}
-	sub := &wire.Envelope{Body: &wire.Envelope_Subscribe{Subscribe: &wire.Subscribe{Mode: mode, MinIntervalMs: uint32(o.MinInterval / time.Millisecond)}}}
-	if err := fw.Write(sub); err != nil {
-		return asServerError(err)
-	}
-	stop := context.AfterFunc(ctx, func() { str.CancelRead(quic.StreamErrorCode(wire.CodeOK)) })
-	defer stop()
+	defer release()
 	if mode == wire.SubscribeMode_SUBSCRIBE_MODE_DATAGRAM {
 		return c.datagramLoop(ctx, s, o, fr, push)
 	}
-	for {
-		var env wire.Envelope
-		if err := fr.Read(&env); err != nil {
-			return asServerError(err)
+	return readSubscription(fr, func(env *wire.Envelope) {
+		if st := env.GetNodeState(); st != nil {
+			push(st)
 		}
-		switch b := env.GetBody().(type) {
-		case *wire.Envelope_NodeState:
-			push(b.NodeState)
-		case *wire.Envelope_Error:
-			return &ServerError{Code: wire.Code(b.Error.GetCode()), Reason: b.Error.GetReason()}
-		}
-	}
+	})
 }
 
 // datagramLoop decodes node-state datagrams and acknowledges each by its
@@ -157,19 +133,7 @@ func (c *Client) datagramLoop(ctx context.Context, s *session, o SubscribeOption
 	// The stream stays open for the subscription's life; its end (or an
 	// Error on it) ends the subscription.
 	streamErr := make(chan error, 1)
-	go func() {
-		var env wire.Envelope
-		for {
-			if err := fr.Read(&env); err != nil {
-				streamErr <- asServerError(err)
-				return
-			}
-			if e := env.GetError(); e != nil {
-				streamErr <- &ServerError{Code: wire.Code(e.GetCode()), Reason: e.GetReason()}
-				return
-			}
-		}
-	}()
+	go func() { streamErr <- readSubscription(fr, func(*wire.Envelope) {}) }()
 	// Acks go out from their own goroutine through a one-slot mailbox that
 	// keeps only the newest: SendDatagram blocks while QUIC's congestion
 	// window is full (heavy loss), and the decoder must not stall behind it.

@@ -13,20 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// writeModel writes a model file the way a trainer should: to a temporary
-// name, then renamed into place.
-func writeModel(t *testing.T, path string, b []byte) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
+	"github.com/triage-agent/triage/internal/testenv"
+)
 
 func newTestReloader(t *testing.T, model []byte, opts ...ReloaderOption) *Reloader {
 	t.Helper()
@@ -53,7 +42,7 @@ func TestReloadSwapsAndKeepsOldOnBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "model.onnx")
 
-	writeModel(t, path, mustMarshal(t, m2, testMetadata("v2")))
+	testenv.ReplaceFile(t, path, mustMarshal(t, m2, testMetadata("v2")))
 	if err := r.Reload(path); err != nil {
 		t.Fatalf("Reload v2: %v", err)
 	}
@@ -80,7 +69,7 @@ func TestReloadSwapsAndKeepsOldOnBadFiles(t *testing.T) {
 		{"foreign graph", foreignModel(true), ErrForeignModel},
 	}
 	for i, c := range bad {
-		writeModel(t, path, c.bytes)
+		testenv.ReplaceFile(t, path, c.bytes)
 		err := r.Reload(path)
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: error %v, want %v", c.name, err, c.want)
@@ -173,7 +162,7 @@ func TestWatchPicksUpNewFileAndRefusesBadOne(t *testing.T) {
 	rng := rand.New(rand.NewPCG(61, 62))
 	path := filepath.Join(t.TempDir(), "model.onnx")
 	first := mustMarshal(t, randomMLP(rng, 8), testMetadata("w1"))
-	writeModel(t, path, first)
+	testenv.ReplaceFile(t, path, first)
 	swapped := make(chan string, 4)
 	refused := make(chan error, 4)
 	r := newTestReloader(t, first,
@@ -191,7 +180,7 @@ func TestWatchPicksUpNewFileAndRefusesBadOne(t *testing.T) {
 	deadline := time.After(20 * time.Second) // generous: 2 shared cores
 
 	m2 := randomMLP(rng, 8)
-	writeModel(t, path, mustMarshal(t, m2, testMetadata("w2")))
+	testenv.ReplaceFile(t, path, mustMarshal(t, m2, testMetadata("w2")))
 	select {
 	case v := <-swapped:
 		if v != "w2" {
@@ -202,7 +191,7 @@ func TestWatchPicksUpNewFileAndRefusesBadOne(t *testing.T) {
 	case <-deadline:
 		t.Fatal("Watch did not pick up the new model")
 	}
-	writeModel(t, path, []byte("this is not an ONNX model"))
+	testenv.ReplaceFile(t, path, []byte("this is not an ONNX model"))
 	select {
 	case err := <-refused:
 		if !errors.Is(err, ErrMalformedModel) && !errors.Is(err, ErrForeignModel) {

@@ -101,15 +101,7 @@ func DefaultCalibration() *Calibration {
 
 // LoadCalibration reads and validates a calibration file.
 func LoadCalibration(path string) (*Calibration, error) {
-	b, err := readFile(path, "calibration", maxCalibrationBytes)
-	if err != nil {
-		return nil, err
-	}
-	c, err := ParseCalibration(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return c, nil
+	return loadFile(path, "calibration", maxCalibrationBytes, ParseCalibration)
 }
 
 // ParseCalibration decodes a calibration strictly and validates it.

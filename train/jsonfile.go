@@ -9,9 +9,10 @@ import (
 	"os"
 )
 
-// readFile reads at most limit+1 bytes of the file at path, so a file
-// over the limit is refused by its parser, never read whole.
-func readFile(path, what string, limit int) ([]byte, error) {
+// loadFile reads the file at path (what names it in errors) and parses
+// it; a parse error names the path. It reads at most limit+1 bytes, so a
+// file over the limit is refused by parse, never read whole.
+func loadFile[T any](path, what string, limit int, parse func([]byte) (*T, error)) (*T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", what, err)
@@ -21,7 +22,11 @@ func readFile(path, what string, limit int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s %s: %w", what, path, err)
 	}
-	return b, nil
+	v, err := parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
 }
 
 // decodeStrict decodes one JSON object of at most limit bytes into v:

@@ -32,12 +32,12 @@ func newQueue(p Policy, out *[]Outcome) queue {
 
 func newQueueOrdered(keyOrdered bool, out *[]Outcome) queue {
 	if keyOrdered {
-		return &keyQueue{h: indexHeap{out: out, less: byLevelKey}}
+		return &keyQueue{h: outcomeHeap(out, byLevelKey)}
 	}
 	q := &priorityQueue{}
 	for l := range q.feasible {
-		q.feasible[l] = indexHeap{out: out, less: byKey}
-		q.late[l] = indexHeap{out: out, less: byExpected}
+		q.feasible[l] = outcomeHeap(out, byKey)
+		q.late[l] = outcomeHeap(out, byExpected)
 	}
 	q.out = out
 	return q
@@ -184,15 +184,20 @@ func byExpected(x, y *Outcome) bool {
 	return x.ID < y.ID
 }
 
-// indexHeap is a heap of indices into *out.
+// indexHeap is a container/heap of task indices in the order less gives:
+// the queues' heaps and the simulator's phases (phaseHeap).
 type indexHeap struct {
 	idx  []int
-	out  *[]Outcome
-	less lessFunc
+	less func(x, y int) bool
+}
+
+// outcomeHeap orders indices into *out by less of their outcomes.
+func outcomeHeap(out *[]Outcome, less lessFunc) indexHeap {
+	return indexHeap{less: func(x, y int) bool { return less(&(*out)[x], &(*out)[y]) }}
 }
 
 func (h indexHeap) Len() int           { return len(h.idx) }
-func (h indexHeap) Less(a, b int) bool { return h.less(&(*h.out)[h.idx[a]], &(*h.out)[h.idx[b]]) }
+func (h indexHeap) Less(a, b int) bool { return h.less(h.idx[a], h.idx[b]) }
 func (h indexHeap) Swap(a, b int)      { h.idx[a], h.idx[b] = h.idx[b], h.idx[a] }
 func (h *indexHeap) Push(x any)        { h.idx = append(h.idx, x.(int)) }
 func (h *indexHeap) Pop() any {

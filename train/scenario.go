@@ -83,15 +83,7 @@ func (c *Class) W() float64 {
 
 // LoadScenario reads and validates one scenario file.
 func LoadScenario(path string) (*Scenario, error) {
-	b, err := readFile(path, "scenario", maxScenarioBytes)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := ParseScenario(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return sc, nil
+	return loadFile(path, "scenario", maxScenarioBytes, ParseScenario)
 }
 
 // ParseScenario decodes a scenario strictly (unknown fields are errors) and

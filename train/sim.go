@@ -121,8 +121,8 @@ func RunTasks(sc *Scenario, tasks []Task, p Policy, cfg SimConfig) ([]Outcome, e
 	}
 	s.out = out
 	s.target = make([]float64, len(out))
-	s.inCPU = phaseHeap{target: s.target, out: out}
-	s.inIO = phaseHeap{target: s.target, out: out}
+	s.inCPU = phaseHeap(s.target, out)
+	s.inIO = phaseHeap(s.target, out)
 	s.queue = newQueue(p, &s.out)
 	s.view.policy = p
 	if err := s.run(p); err != nil {
@@ -138,7 +138,7 @@ type simulator struct {
 	queue queue
 	// Tasks in service: in their CPU part or in their I/O part, each
 	// ordered by the virtual time its part ends (target, see node.go).
-	inCPU, inIO phaseHeap
+	inCPU, inIO indexHeap
 	target      []float64
 	node        *nodeModel
 	now         float64
@@ -219,7 +219,7 @@ func (s *simulator) run(p Policy) error {
 }
 
 // nextEnd is the wall time at which the first task of h ends its part.
-func (s *simulator) nextEnd(h *phaseHeap, c *vclock) float64 {
+func (s *simulator) nextEnd(h *indexHeap, c *vclock) float64 {
 	if h.Len() == 0 {
 		return math.Inf(1)
 	}
@@ -373,7 +373,7 @@ func (v *NodeView) WaitMs(level int) float64 {
 		}
 	})
 	free := v.freeTimes[:0]
-	for _, h := range [...]*phaseHeap{&v.sim.inCPU, &v.sim.inIO} {
+	for _, h := range [...]*indexHeap{&v.sim.inCPU, &v.sim.inIO} {
 		for _, idx := range h.idx {
 			o := &v.sim.out[idx]
 			free = append(free, math.Max(0, o.StartMs+o.ExpectedMs-v.Now))
@@ -414,27 +414,13 @@ func (v *NodeView) observer() (Observer, bool) {
 	return o, ok
 }
 
-// phaseHeap is a heap of indices of tasks in one part of their service,
-// by the virtual time that part ends.
-type phaseHeap struct {
-	idx    []int
-	target []float64
-	out    []Outcome
-}
-
-func (r phaseHeap) Len() int { return len(r.idx) }
-func (r phaseHeap) Less(a, b int) bool {
-	x, y := r.idx[a], r.idx[b]
-	if r.target[x] != r.target[y] {
-		return r.target[x] < r.target[y]
-	}
-	return r.out[x].ID < r.out[y].ID
-}
-func (r phaseHeap) Swap(a, b int) { r.idx[a], r.idx[b] = r.idx[b], r.idx[a] }
-func (r *phaseHeap) Push(x any)   { r.idx = append(r.idx, x.(int)) }
-func (r *phaseHeap) Pop() any {
-	n := len(r.idx) - 1
-	v := r.idx[n]
-	r.idx = r.idx[:n]
-	return v
+// phaseHeap orders the indices of tasks in one part of their service by
+// the virtual time that part ends (target), then by task ID.
+func phaseHeap(target []float64, out []Outcome) indexHeap {
+	return indexHeap{less: func(x, y int) bool {
+		if target[x] != target[y] {
+			return target[x] < target[y]
+		}
+		return out[x].ID < out[y].ID
+	}}
 }

@@ -3,7 +3,6 @@ package train
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"sync"
 )
 
@@ -26,39 +25,27 @@ func newTeachers(scenarios []*Scenario, cfg DQNConfig) (*teachers, error) {
 	}
 	t.best = map[*Scenario]string{}
 	var mu sync.Mutex
-	var firstErr error
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for i, sc := range scenarios {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			capped := capDuration(sc, cfg.EpisodeSeconds)
-			seed := -(cfg.Seed*104_729 + int64(i) + 1) // a seed training never uses
-			tasks := capped.Arrivals(seed)
-			best, bv := "", math.Inf(-1)
-			for _, p := range Baselines(capped) {
-				out, err := RunTasks(capped, tasks, p, SimConfig{Seed: seed})
-				if err != nil {
-					mu.Lock()
-					firstErr = err
-					mu.Unlock()
-					return
-				}
-				if v := Summarise(capped, out).SLAAttainment; v > bv {
-					best, bv = p.Name(), v
-				}
+	err := eachScenario(scenarios, func(i int, sc *Scenario) error {
+		capped := capDuration(sc, cfg.EpisodeSeconds)
+		seed := -(cfg.Seed*104_729 + int64(i) + 1) // a seed training never uses
+		tasks := capped.Arrivals(seed)
+		best, bv := "", math.Inf(-1)
+		for _, p := range Baselines(capped) {
+			out, err := RunTasks(capped, tasks, p, SimConfig{Seed: seed})
+			if err != nil {
+				return err
 			}
-			mu.Lock()
-			t.best[sc] = best
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, fmt.Errorf("choosing the teachers: %w", firstErr)
+			if v := Summarise(capped, out).SLAAttainment; v > bv {
+				best, bv = p.Name(), v
+			}
+		}
+		mu.Lock()
+		t.best[sc] = best
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("choosing the teachers: %w", err)
 	}
 	return t, nil
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/triage-agent/triage/policy/control"
-	"runtime"
 	"sort"
 	"sync"
 )
@@ -36,35 +35,23 @@ func Tune(scenarios []*Scenario, cands []Candidate) ([]TuneResult, error) {
 		res[i].Label = c.Label
 	}
 	var mu sync.Mutex
-	var firstErr error
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for _, sc := range scenarios {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			tasks := sc.Arrivals(sc.Seed)
-			for i, c := range cands {
-				out, err := RunTasks(sc, tasks, c.New(), SimConfig{})
-				if err != nil {
-					mu.Lock()
-					firstErr = fmt.Errorf("tuning %s on %s: %w", c.Label, sc.Name, err)
-					mu.Unlock()
-					return
-				}
-				m := Summarise(sc, out)
-				mu.Lock()
-				res[i].SLAAttainment += m.SLAAttainment / float64(len(scenarios))
-				res[i].GoodputPerS += m.GoodputPerS / float64(len(scenarios))
-				mu.Unlock()
+	err := eachScenario(scenarios, func(_ int, sc *Scenario) error {
+		tasks := sc.Arrivals(sc.Seed)
+		for i, c := range cands {
+			out, err := RunTasks(sc, tasks, c.New(), SimConfig{})
+			if err != nil {
+				return fmt.Errorf("tuning %s on %s: %w", c.Label, sc.Name, err)
 			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
+			m := Summarise(sc, out)
+			mu.Lock()
+			res[i].SLAAttainment += m.SLAAttainment / float64(len(scenarios))
+			res[i].GoodputPerS += m.GoodputPerS / float64(len(scenarios))
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.SliceStable(res, func(a, b int) bool { return res[a].SLAAttainment > res[b].SLAAttainment })
 	return res, nil

@@ -124,16 +124,7 @@ func TableCell(sla, cost, row, costs, rows int) int {
 // FindInterval is the index of the interval [lo[i], hi[i]) that holds x,
 // or -1. The intervals must be ascending and disjoint (CheckDecisionTable).
 func FindInterval(lo, hi []float32, x float32) int {
-	// The last lo at or below x, by binary search; NaN is below nothing.
-	i, j := 0, len(lo)
-	for i < j {
-		h := int(uint(i+j) >> 1)
-		if lo[h] <= x {
-			i = h + 1
-		} else {
-			j = h
-		}
-	}
+	i := atOrBelow(lo, x)
 	if i == 0 || !(x < hi[i-1]) {
 		return -1
 	}
@@ -143,16 +134,22 @@ func FindInterval(lo, hi []float32, x float32) int {
 // FindRow is the queue row of a queue of n tasks: the last edge at or
 // below n.
 func FindRow(edges []float32, n float32) int {
-	i, j := 0, len(edges)
+	return max(atOrBelow(edges, n)-1, 0)
+}
+
+// atOrBelow is how many of the ascending xs are at or below x, by binary
+// search; NaN is below nothing, so none is at or below it.
+func atOrBelow(xs []float32, x float32) int {
+	i, j := 0, len(xs)
 	for i < j {
 		h := int(uint(i+j) >> 1)
-		if edges[h] <= n {
+		if xs[h] <= x {
 			i = h + 1
 		} else {
 			j = h
 		}
 	}
-	return max(i-1, 0)
+	return i
 }
 
 func finite32(x float32) bool {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/client"
 	"github.com/triage-agent/triage/codec"
+	"github.com/triage-agent/triage/internal/testpki"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -165,17 +167,13 @@ func TestThousandsOfStreams(t *testing.T) {
 		s.CancelWrite(0)
 		s.CancelRead(0)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(t, 10*time.Second, "connection did not recover after releasing its streams", func() error {
 		resp, err := rc.decideOnNewStream(decidePayload(t, 1))
-		if err == nil && len(resp.GetDecisions()) == 1 {
-			break
+		if err == nil && len(resp.GetDecisions()) != 1 {
+			err = fmt.Errorf("%d decisions for 1 task", len(resp.GetDecisions()))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("connection did not recover after releasing its streams: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 	expectGoodClient(t, ts, ts.clientConfig())
 }
 
@@ -203,13 +201,13 @@ func TestTokenAuth(t *testing.T) {
 
 func TestMutualTLS(t *testing.T) {
 	b, _ := goBackend()
-	ca := newTestCA(t)
-	other := newTestCA(t)
-	ts := startServer(t, serve.Config{ClientCAs: ca.pool}, b)
+	ca := testpki.NewCA(t, "triage test CA")
+	other := testpki.NewCA(t, "another CA")
+	ts := startServer(t, serve.Config{ClientCAs: ca.Pool}, b)
 
 	cases := map[string][]tls.Certificate{
 		"no certificate":              nil,
-		"certificate of another CA":   {other.issue(t)},
+		"certificate of another CA":   {other.IssueClient(t, "upstream-service")},
 		"self-signed like the server": {mustSelfSigned(t)},
 	}
 	for name, certs := range cases {
@@ -227,7 +225,7 @@ func TestMutualTLS(t *testing.T) {
 		}
 	}
 	cfg := ts.clientConfig()
-	cfg.Certificates = []tls.Certificate{ca.issue(t)}
+	cfg.Certificates = []tls.Certificate{ca.IssueClient(t, "upstream-service")}
 	expectGoodClient(t, ts, cfg)
 }
 
@@ -267,8 +265,7 @@ func TestConnectionLimitPerIP(t *testing.T) {
 	ts := startServer(t, serve.Config{MaxConnsPerIP: 2}, b)
 	c1 := ts.dial(t, ts.clientConfig())
 	c2 := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 	_, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
 	var se *client.ServerError
 	if !errors.As(err, &se) || se.Code != wire.CodeTooManyConnections {
@@ -281,18 +278,7 @@ func TestConnectionLimitPerIP(t *testing.T) {
 	}
 	c2.Close()
 	// The slot frees when the connection ends.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c3, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
-		if err == nil {
-			c3.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slot never freed: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	eventually(t, 10*time.Second, "slot never freed", func() error { return dialAndClose(ctx, ts) })
 }
 
 var _ = x509.NewCertPool

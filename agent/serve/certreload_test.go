@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/client"
+	"github.com/triage-agent/triage/internal/testenv"
+	"github.com/triage-agent/triage/internal/testpki"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -29,20 +30,9 @@ func writePEM(t *testing.T, certFile, keyFile string, c tls.Certificate) string 
 	if err != nil {
 		t.Fatal(err)
 	}
-	replace(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}))
-	replace(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+	testenv.ReplaceFile(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}))
+	testenv.ReplaceFile(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
 	return serve.Fingerprint(c.Certificate[0])
-}
-
-func replace(t *testing.T, path string, data []byte) {
-	t.Helper()
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // seenFingerprint opens a new connection of the given kind and returns the
@@ -112,7 +102,7 @@ func TestCertificateReloadedFromDisk(t *testing.T) {
 		t.Fatalf("the connection made before the rotation: %v", err)
 	}
 
-	replace(t, keyFile, []byte("not a key\n"))
+	testenv.ReplaceFile(t, keyFile, []byte("not a key\n"))
 	if got := seenFingerprint(t, ts.TCPAddr().String(), true); got != fp2 {
 		t.Fatalf("after a broken key served %s, want the pair in force %s", got, fp2)
 	}
@@ -141,13 +131,13 @@ func TestCertificateReloadedFromDisk(t *testing.T) {
 func TestClientCAReloadedFromDisk(t *testing.T) {
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "ca.crt")
-	ca1, ca2 := newTestCA(t), newTestCA(t)
-	replace(t, caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca1.cert.Raw}))
+	ca1, ca2 := testpki.NewCA(t, "first CA"), testpki.NewCA(t, "second CA")
+	testenv.ReplaceFile(t, caFile, ca1.PEM())
 	b, _ := goBackend()
 	ts := startServer(t, serve.Config{ClientCAFile: caFile}, b)
-	dial := func(ca *testCA) error {
+	dial := func(ca *testpki.CA) error {
 		cfg := ts.clientConfig()
-		cfg.Certificates = []tls.Certificate{ca.issue(t)}
+		cfg.Certificates = []tls.Certificate{ca.IssueClient(t, "upstream-service")}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		c, err := client.Dial(ctx, ts.addr(), cfg)
@@ -163,7 +153,7 @@ func TestClientCAReloadedFromDisk(t *testing.T) {
 	if dial(ca2) == nil {
 		t.Fatal("client of CA 2 served before the bundle named it")
 	}
-	replace(t, caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca2.cert.Raw}))
+	testenv.ReplaceFile(t, caFile, ca2.PEM())
 	if err := dial(ca2); err != nil {
 		t.Fatalf("client of CA 2 after the bundle changed: %v", err)
 	}

@@ -125,6 +125,40 @@ func (ts *testServer) dial(t testing.TB, cfg client.Config) *client.Client {
 	return c
 }
 
+// callCtx bounds a test's calls: a hung endpoint fails the test in 10 s
+// instead of hanging it. It is cancelled when the test ends.
+func callCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually calls try every 20 ms until it succeeds, and fails t with
+// what and try's last error once within has passed.
+func eventually(t testing.TB, within time.Duration, what string, try func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := try()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// dialAndClose opens a client connection to ts and closes it again.
+func dialAndClose(ctx context.Context, ts *testServer) error {
+	c, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
+	if err == nil {
+		c.Close()
+	}
+	return err
+}
+
 func sampleTasks(n int) []*wire.Task {
 	classes := []string{"interactive", "batch", "ml-inference"}
 	out := make([]*wire.Task, n)
@@ -139,8 +173,7 @@ func sampleTasks(n int) []*wire.Task {
 func expectGoodClient(t *testing.T, ts *testServer, cfg client.Config) {
 	t.Helper()
 	c := ts.dial(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 	resp, err := c.Decide(ctx, sampleTasks(3))
 	if err != nil {
 		t.Fatalf("good client after bad input: %v", err)

@@ -105,14 +105,12 @@ func (s *Server) httpDecide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(req.Tasks) == 0 {
-		s.countCall(p, methodDecide, wire.CodeInvalidArgument)
-		writeJSONError(w, http.StatusBadRequest, `body has no tasks: want {"tasks":[{"id":"task-1","class":"...","sla_ms":50,"cost_ms":5,"tenant":"..."}]}`)
+		s.refuseHTTP(w, p, methodDecide, wire.CodeInvalidArgument, http.StatusBadRequest, `body has no tasks: want {"tasks":[{"id":"task-1","class":"...","sla_ms":50,"cost_ms":5,"tenant":"..."}]}`)
 		return
 	}
 	tasks, err := wire.TasksFromJSON(req.Tasks)
 	if err != nil {
-		s.countCall(p, methodDecide, wire.CodeInvalidArgument)
-		writeJSONError(w, http.StatusBadRequest, err.Error())
+		s.refuseHTTP(w, p, methodDecide, wire.CodeInvalidArgument, http.StatusBadRequest, err.Error())
 		return
 	}
 	resp, cerr := s.decideCall(r.Context(), p, tasks)
@@ -131,8 +129,7 @@ func (s *Server) httpOutcomes(w http.ResponseWriter, r *http.Request) {
 	}
 	outs, err := wire.OutcomesFromJSON(rep.Outcomes)
 	if err != nil {
-		s.countCall(p, methodOutcomes, wire.CodeInvalidArgument)
-		writeJSONError(w, http.StatusBadRequest, err.Error())
+		s.refuseHTTP(w, p, methodOutcomes, wire.CodeInvalidArgument, http.StatusBadRequest, err.Error())
 		return
 	}
 	n, cerr := s.outcomesCall(r.Context(), p, outs)
@@ -163,8 +160,7 @@ func (s *Server) httpOpenAPI(w http.ResponseWriter, r *http.Request) {
 // counting) the error itself when it fails.
 func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, p Protocol, method string, v any) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		s.countCall(p, method, wire.CodeMalformed)
-		writeJSONError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json, not "+ct)
+		s.refuseHTTP(w, p, method, wire.CodeMalformed, http.StatusUnsupportedMediaType, "Content-Type must be application/json, not "+ct)
 		return false
 	}
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxHTTPBodyBytes)
@@ -173,20 +169,24 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, p Protocol, me
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			s.countCall(p, method, wire.CodeBodyTooLarge)
-			writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", s.cfg.MaxHTTPBodyBytes))
+			s.refuseHTTP(w, p, method, wire.CodeBodyTooLarge, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", s.cfg.MaxHTTPBodyBytes))
 			return false
 		}
-		s.countCall(p, method, wire.CodeMalformed)
-		writeJSONError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		s.refuseHTTP(w, p, method, wire.CodeMalformed, http.StatusBadRequest, "invalid JSON body: "+err.Error())
 		return false
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		s.countCall(p, method, wire.CodeMalformed)
-		writeJSONError(w, http.StatusBadRequest, "invalid JSON body: trailing data after the object")
+		s.refuseHTTP(w, p, method, wire.CodeMalformed, http.StatusBadRequest, "invalid JSON body: trailing data after the object")
 		return false
 	}
 	return true
+}
+
+// refuseHTTP turns an HTTP call away before it runs: counted under code
+// (as every call is), answered with status and msg.
+func (s *Server) refuseHTTP(w http.ResponseWriter, p Protocol, method string, code wire.Code, status int, msg string) {
+	s.countCall(p, method, code)
+	writeJSONError(w, status, msg)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

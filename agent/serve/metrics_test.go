@@ -1,11 +1,9 @@
 package serve_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -20,8 +18,7 @@ func TestMetricsByProtocol(t *testing.T) {
 	ts := startServer(t, serve.Config{MaxBatch: 2}, b)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(ts.Collectors()...)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 
 	if _, err := ts.dial(t, ts.clientConfig()).Decide(ctx, []*wire.Task{{TaskId: "n"}}); err != nil {
 		t.Fatal(err)

@@ -17,8 +17,7 @@ func TestNativeDecideMatchesPolicy(t *testing.T) {
 	b, d := goBackend()
 	ts := startServer(t, serve.Config{}, b)
 	c := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 
 	tasks := sampleTasks(64)
 	resp, err := c.Decide(ctx, tasks)
@@ -91,8 +90,7 @@ func TestNativeOutcomes(t *testing.T) {
 	b, _ := goBackend()
 	ts := startServer(t, serve.Config{}, b)
 	c := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 	n, err := c.ReportOutcomes(ctx, []*wire.Outcome{{Id: 1, LatencyMs: 3.5, SlaMet: true}, {Id: 2, LatencyMs: 80, SlaMet: false}})
 	if err != nil || n != 2 {
 		t.Fatalf("ReportOutcomes = %d, %v; want 2, nil", n, err)
@@ -114,8 +112,7 @@ func TestNativeBatchLimit(t *testing.T) {
 	b, _ := goBackend()
 	ts := startServer(t, serve.Config{MaxBatch: 8}, b)
 	c := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 	_, err := c.Decide(ctx, sampleTasks(9))
 	var se *client.ServerError
 	if !errors.As(err, &se) || se.Code != wire.CodeBatchTooLarge {
@@ -127,18 +124,24 @@ func TestNativeBatchLimit(t *testing.T) {
 	}
 }
 
-func TestSubscribeStream(t *testing.T) {
+// subscribeUpdating subscribes in mode to a server whose backend takes a
+// new snapshot every 5 ms (and publishes every 5 ms) until the test ends.
+func subscribeUpdating(t *testing.T, mode wire.SubscribeMode) (*testServer, context.Context, <-chan *wire.NodeState) {
+	t.Helper()
 	b, _ := goBackend()
 	ts := startServer(t, serve.Config{StateInterval: 5 * time.Millisecond}, b)
 	c := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ch, err := c.Subscribe(ctx, wire.SubscribeMode_SUBSCRIBE_MODE_STREAM)
+	ctx := callCtx(t)
+	ch, err := c.Subscribe(ctx, mode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopUpdates := updateState(b, 5*time.Millisecond)
-	defer stopUpdates()
+	t.Cleanup(updateState(b, 5*time.Millisecond))
+	return ts, ctx, ch
+}
+
+func TestSubscribeStream(t *testing.T) {
+	_, ctx, ch := subscribeUpdating(t, wire.SubscribeMode_SUBSCRIBE_MODE_STREAM)
 	var last uint64
 	for i := 0; i < 20; i++ {
 		select {
@@ -160,17 +163,7 @@ func TestSubscribeStream(t *testing.T) {
 }
 
 func TestSubscribeDatagram(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{StateInterval: 5 * time.Millisecond}, b)
-	c := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ch, err := c.Subscribe(ctx, wire.SubscribeMode_SUBSCRIBE_MODE_DATAGRAM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopUpdates := updateState(b, 5*time.Millisecond)
-	defer stopUpdates()
+	ts, ctx, ch := subscribeUpdating(t, wire.SubscribeMode_SUBSCRIBE_MODE_DATAGRAM)
 	seen := map[uint64]bool{}
 	for len(seen) < 20 {
 		select {

@@ -1,9 +1,7 @@
 package serve_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/internal/bench/backend"
@@ -25,8 +23,7 @@ func TestDecideWithONNXRuntime(t *testing.T) {
 
 	ts := startServer(t, serve.Config{}, b)
 	c := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 	tasks := sampleTasks(32)
 	resp, err := c.Decide(ctx, tasks)
 	if err != nil {

@@ -1,7 +1,6 @@
 package serve_test
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"testing"
@@ -20,8 +19,7 @@ import (
 func TestNewConnectionRatePerIP(t *testing.T) {
 	b, _ := goBackend()
 	ts := startServer(t, serve.Config{MaxNewConnsPerIP: 3}, b)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 	var refused error
 	for i := range 10 {
 		c, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
@@ -63,8 +61,7 @@ func TestConnectionLimitRefusedEarlyWhenRepeated(t *testing.T) {
 	b, _ := goBackend()
 	ts := startServer(t, serve.Config{MaxConnsPerIP: 1}, b)
 	c1 := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 	_, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
 	var se *client.ServerError
 	if !errors.As(err, &se) || se.Code != wire.CodeTooManyConnections {
@@ -76,16 +73,5 @@ func TestConnectionLimitRefusedEarlyWhenRepeated(t *testing.T) {
 		t.Fatalf("second connection over the limit: %v, want CONNECTION_REFUSED", err)
 	}
 	c1.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the slot never freed: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually(t, 5*time.Second, "the slot never freed", func() error { return dialAndClose(ctx, ts) })
 }

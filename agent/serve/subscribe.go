@@ -48,16 +48,9 @@ func (nc *nativeConn) subscribe(str *quic.Stream, fr *wire.FrameReader, fw *wire
 	defer cancel()
 	switch sub.GetMode() {
 	case wire.SubscribeMode_SUBSCRIBE_MODE_STREAM:
-		// A fresh writer in delta mode: its first frame is full, the next
-		// ones are deltas of the previous snapshot.
-		sw, err := wire.NewFrameWriter(str, append(wire.SnapshotOptions(), codec.WithMaxSize(nc.s.cfg.MaxFrameBytes))...)
-		if err != nil {
-			nc.failStream(str, fw, wire.CodeInternal, err.Error())
-			return
+		if sw, ok := nc.startPush(ctx, cancel, str, fr, fw); ok {
+			nc.pushStream(ctx, str, sw, nc.interval(sub))
 		}
-		sw.Count = nc.s.stats.countFrame
-		go nc.drainAcks(ctx, cancel, str, fr)
-		nc.pushStream(ctx, str, sw, nc.interval(sub))
 	case wire.SubscribeMode_SUBSCRIBE_MODE_DATAGRAM:
 		if !nc.conn.ConnectionState().SupportsDatagrams.Remote {
 			nc.failStream(str, fw, wire.CodeUnsupported, "datagram mode needs QUIC datagrams (RFC 9221), which this client did not enable")
@@ -90,6 +83,22 @@ func (nc *nativeConn) subscribe(str *quic.Stream, fr *wire.FrameReader, fw *wire
 	default:
 		nc.failStream(str, fw, wire.CodeUnsupported, fmt.Sprintf("subscribe mode %d", sub.GetMode()))
 	}
+}
+
+// startPush readies str to push node states or decision tables: a fresh
+// writer in delta mode (its first frame is full, the next ones deltas of
+// the one before, so a push that changed little costs a few bytes), and
+// the client's side read by drainAcks. It fails the stream when the writer
+// cannot be made.
+func (nc *nativeConn) startPush(ctx context.Context, cancel context.CancelFunc, str *quic.Stream, fr *wire.FrameReader, fw *wire.FrameWriter) (*wire.FrameWriter, bool) {
+	sw, err := wire.NewFrameWriter(str, append(wire.SnapshotOptions(), codec.WithMaxSize(nc.s.cfg.MaxFrameBytes))...)
+	if err != nil {
+		nc.failStream(str, fw, wire.CodeInternal, err.Error())
+		return nil, false
+	}
+	sw.Count = nc.s.stats.countFrame
+	go nc.drainAcks(ctx, cancel, str, fr)
+	return sw, true
 }
 
 // drainAcks reads the client's side of a subscription stream: Acks (for the

@@ -6,7 +6,6 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"github.com/triage-agent/triage/codec"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -44,15 +43,12 @@ func (nc *nativeConn) subscribeTables(ctx context.Context, cancel context.Cancel
 		nc.failStream(str, fw, wire.CodeUnsupported, "this agent publishes no decision tables")
 		return
 	}
-	// A fresh writer in delta mode, as for node-state snapshots: a table
-	// that changed a few cells costs a few bytes.
-	sw, err := wire.NewFrameWriter(str, append(wire.SnapshotOptions(), codec.WithMaxSize(nc.s.cfg.MaxFrameBytes))...)
-	if err != nil {
-		nc.failStream(str, fw, wire.CodeInternal, err.Error())
+	// Deltas, as for node-state snapshots: a table that changed a few
+	// cells costs a few bytes.
+	sw, ok := nc.startPush(ctx, cancel, str, fr, fw)
+	if !ok {
 		return
 	}
-	sw.Count = nc.s.stats.countFrame
-	go nc.drainAcks(ctx, cancel, str, fr)
 	var last *wire.DecisionTable
 	var lastAt time.Time
 	pushEach(ctx, str, sw, nc.interval(sub), func() *wire.Envelope {

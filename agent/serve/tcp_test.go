@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/triage-agent/triage/agent/serve"
+	"github.com/triage-agent/triage/internal/testpki"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/wire"
 )
@@ -161,8 +162,7 @@ func TestGRPCDecider(t *testing.T) {
 	b, d := goBackend()
 	ts := startServer(t, serve.Config{MaxBatch: 8}, b)
 	cc := grpcConn(t, ts, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 	tasks := []*wire.Task{{TaskId: "req-9f8e", Class: "interactive", SlaMs: 20, CostMs: 2}, {Id: 77, Class: "batch", SlaMs: 5000, CostMs: 800}}
 	resp, err := grpcDecide(ctx, cc, &wire.DecideRequest{ReqId: 31, Tasks: tasks})
 	if err != nil {
@@ -208,8 +208,7 @@ func TestStringIDsOnQUIC(t *testing.T) {
 	b, _ := goBackend()
 	ts := startServer(t, serve.Config{}, b)
 	c := ts.dial(t, ts.clientConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := callCtx(t)
 	resp, err := c.Decide(ctx, []*wire.Task{{TaskId: "job/2026-12-03/ünïcode", SlaMs: 20}, {Id: 5, SlaMs: 20}})
 	if err != nil {
 		t.Fatal(err)
@@ -259,14 +258,14 @@ func TestStringIDsOnQUIC(t *testing.T) {
 // Client certificates are asked for on the TCP port as on QUIC.
 func TestTCPMutualTLS(t *testing.T) {
 	b, _ := goBackend()
-	ca := newTestCA(t)
-	ts := startServer(t, serve.Config{ClientCAs: ca.pool}, b)
+	ca := testpki.NewCA(t, "triage test CA")
+	ts := startServer(t, serve.Config{ClientCAs: ca.Pool}, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := grpcDecide(ctx, grpcConn(t, ts, nil), &wire.DecideRequest{Tasks: sampleTasks(1)}); err == nil {
 		t.Fatal("gRPC without a client certificate was served")
 	}
-	if _, err := grpcDecide(ctx, grpcConn(t, ts, []tls.Certificate{ca.issue(t)}), &wire.DecideRequest{Tasks: sampleTasks(1)}); err != nil {
+	if _, err := grpcDecide(ctx, grpcConn(t, ts, []tls.Certificate{ca.IssueClient(t, "upstream-service")}), &wire.DecideRequest{Tasks: sampleTasks(1)}); err != nil {
 		t.Fatalf("gRPC with a client certificate: %v", err)
 	}
 }
@@ -298,19 +297,14 @@ func TestTCPConnectionLimitShared(t *testing.T) {
 		t.Fatalf("the QUIC client: %v", err)
 	}
 	// The TCP slot frees when the connection closes.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	eventually(t, 5*time.Second, "slot never freed", func() error {
 		hc := tcpJSONClient(t, ts, false)
 		resp, err := hc.Post(tcpURL(ts, "/v1/decide"), "application/json", strings.NewReader(`{"tasks":[{"id":"z"}]}`))
 		if err == nil {
 			resp.Body.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slot never freed: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 func TestTCPAddressRules(t *testing.T) {

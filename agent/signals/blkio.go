@@ -39,16 +39,12 @@ type deviceState struct {
 
 func newBlkioSource(cfg *Config, bpfErr error) *blkioSource {
 	s := &blkioSource{status: ProbeStatus{Name: ProbeBlkio}, all: NewWindow(cfg.Window, cfg.Interval), devs: map[string]*deviceState{}, cfg: cfg, slow: throttle{every: cfg.slowInterval()}}
-	if err := bpfErr; err == nil {
-		s.probe, err = bpf.OpenBlkio(bpf.BlkioOptions{Tier: cfg.Tier})
-		bpfErr = err
-	}
-	if bpfErr != nil {
-		s.status.Reason = bpfErr.Error()
-		s.src = fallbackSource(SourceProcfs, bpfErr, "mean latency per I/O from /proc/diskstats")
+	probe, err := openProbe(&s.status, bpfErr, func() (*bpf.Blkio, error) { return bpf.OpenBlkio(bpf.BlkioOptions{Tier: cfg.Tier}) })
+	if err != nil {
+		s.src = fallbackSource(SourceProcfs, err, "mean latency per I/O from /proc/diskstats")
 		return s
 	}
-	s.status.Attached, s.status.Tier = true, s.probe.Tier().String()
+	s.probe = probe
 	s.src = Source{Kind: SourceEBPF}
 	return s
 }

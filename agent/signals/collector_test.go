@@ -2,7 +2,6 @@ package signals
 
 import (
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,9 +12,8 @@ import (
 	"time"
 
 	"github.com/triage-agent/triage/internal/bench/proc"
+	"github.com/triage-agent/triage/internal/faulttest"
 	"github.com/triage-agent/triage/internal/testenv"
-
-	"golang.org/x/sys/unix"
 )
 
 func requireRoot(t *testing.T) {
@@ -27,29 +25,10 @@ func requireRoot(t *testing.T) {
 // accept queue with connects nobody accepts.
 func tinyListener(t *testing.T, backlog int) uint16 {
 	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Listen(fd, backlog); err != nil {
-		t.Fatal(err)
-	}
-	sa, _ := unix.Getsockname(fd)
-	port := sa.(*unix.SockaddrInet4).Port
-	for i := 0; i < 3*backlog+3; i++ {
-		go func() {
-			c, err := net.DialTimeout("tcp", (&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}).String(), 3*time.Second)
-			if err == nil {
-				t.Cleanup(func() { c.Close() })
-			}
-		}()
-	}
+	port := faulttest.ListenBacklog(t, backlog)
+	faulttest.DialBurst(t, port, 3*backlog+3, 3*time.Second)
 	time.Sleep(100 * time.Millisecond)
-	return uint16(port)
+	return port
 }
 
 func fsyncSome(t *testing.T, n int) {
@@ -83,9 +62,13 @@ func exercise(t *testing.T, c *Collector) (port uint16) {
 	return port
 }
 
-func TestCollectorEBPFUnderLoad(t *testing.T) {
-	requireRoot(t)
-	c, err := New(Config{SlowInterval: 100 * time.Millisecond, AcceptInterval: 100 * time.Millisecond}, WithWatchPIDs(os.Getpid()), WithWindow(2*time.Second))
+// exercisedSnapshot runs a collector with cfg, its slow sources sampled
+// every 100 ms, under exercise's load, and returns its snapshot and the
+// port of the full listener.
+func exercisedSnapshot(t *testing.T, cfg Config, opts ...Option) (*Snapshot, uint16) {
+	t.Helper()
+	cfg.SlowInterval, cfg.AcceptInterval = 100*time.Millisecond, 100*time.Millisecond
+	c, err := New(cfg, append(opts, WithWindow(2*time.Second))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +76,12 @@ func TestCollectorEBPFUnderLoad(t *testing.T) {
 	port := exercise(t, c)
 	var s Snapshot
 	c.Snapshot(&s)
+	return &s, port
+}
+
+func TestCollectorEBPFUnderLoad(t *testing.T) {
+	requireRoot(t)
+	s, port := exercisedSnapshot(t, Config{}, WithWatchPIDs(os.Getpid()))
 	for _, p := range s.Probes {
 		if !p.Attached {
 			t.Errorf("probe %s not attached: %s", p.Name, p.Reason)
@@ -122,7 +111,7 @@ func TestCollectorEBPFUnderLoad(t *testing.T) {
 	if !s.CPU.Util.Known() || s.CPU.Util < 0.5 {
 		t.Errorf("CPU util %v under overload", s.CPU.Util)
 	}
-	b, _ := json.Marshal(&s)
+	b, _ := json.Marshal(s)
 	t.Logf("snapshot: %s", b)
 }
 
@@ -161,15 +150,8 @@ func checkProcfsSnapshot(t *testing.T, s *Snapshot, port uint16) {
 }
 
 func TestCollectorProcfsFallbackWithBPFDisabled(t *testing.T) {
-	c, err := New(Config{DisableBPF: true, SlowInterval: 100 * time.Millisecond, AcceptInterval: 100 * time.Millisecond}, WithWindow(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	port := exercise(t, c)
-	var s Snapshot
-	c.Snapshot(&s)
-	checkProcfsSnapshot(t, &s, port)
+	s, port := exercisedSnapshot(t, Config{DisableBPF: true})
+	checkProcfsSnapshot(t, s, port)
 	if s.Accept.Source.Kind != SourceNetlink || s.Accept.Fill != 1 {
 		t.Errorf("accept via sock_diag: source %+v fill %v, want netlink and a full queue", s.Accept.Source, s.Accept.Fill)
 	}
@@ -206,19 +188,12 @@ func TestCollectorUnprivilegedHelper(t *testing.T) {
 	if os.Getenv(unprivEnv) == "" {
 		t.Skip("child process of TestCollectorUnprivileged")
 	}
-	c, err := New(Config{SlowInterval: 100 * time.Millisecond, AcceptInterval: 100 * time.Millisecond}, WithWindow(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	port := exercise(t, c)
-	var s Snapshot
-	c.Snapshot(&s)
-	checkProcfsSnapshot(t, &s, port)
+	s, port := exercisedSnapshot(t, Config{})
+	checkProcfsSnapshot(t, s, port)
 	if s.Accept.Source.Kind != SourceNetlink {
 		t.Errorf("accept source %+v, want netlink (sock_diag needs no privilege)", s.Accept.Source)
 	}
-	b, _ := json.Marshal(&s)
+	b, _ := json.Marshal(s)
 	os.Stdout.Write(append([]byte("SNAPSHOT "), append(b, '\n')...))
 }
 

@@ -53,16 +53,14 @@ func newRunqSource(cfg *Config, bpfErr error) *runqSource {
 	if len(s.pids) == 0 {
 		s.pids = []int{os.Getpid()}
 	}
-	if err := bpfErr; err == nil {
-		s.probe, err = bpf.OpenRunqlat(bpf.RunqlatOptions{Tier: cfg.Tier, SampleEvery: cfg.RunqSampleEvery})
-		bpfErr = err
-	}
-	if bpfErr != nil {
-		s.status.Reason = bpfErr.Error()
-		s.src = fallbackSource(SourceProcfs, bpfErr, "mean wait per timeslice from /proc/PID/schedstat of watched pids")
+	probe, err := openProbe(&s.status, bpfErr, func() (*bpf.Runqlat, error) {
+		return bpf.OpenRunqlat(bpf.RunqlatOptions{Tier: cfg.Tier, SampleEvery: cfg.RunqSampleEvery})
+	})
+	if err != nil {
+		s.src = fallbackSource(SourceProcfs, err, "mean wait per timeslice from /proc/PID/schedstat of watched pids")
 		return s
 	}
-	s.status.Attached, s.status.Tier = true, s.probe.Tier().String()
+	s.probe = probe
 	s.src = Source{Kind: SourceEBPF}
 	for _, p := range cfg.WatchCgroups {
 		if err := s.watchCgroup(p, cfg); err != nil {

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+
+	"github.com/triage-agent/triage/bpf"
 )
 
 // SourceKind names where a signal comes from.
@@ -31,6 +33,24 @@ type Source struct {
 // every source's reason.
 func fallbackSource(kind SourceKind, err error, how string) Source {
 	return Source{Kind: kind, Reason: "eBPF unavailable (" + err.Error() + "); " + how}
+}
+
+// openProbe opens a signal's probe with open, unless bpfErr already says
+// eBPF is out on this machine, and records the outcome in status: attached
+// at the probe's tier, or the reason it is not. On failure it returns no
+// probe and the error, for the signal's fallbackSource.
+func openProbe[P interface{ Tier() bpf.Tier }](status *ProbeStatus, bpfErr error, open func() (P, error)) (P, error) {
+	var probe P
+	if bpfErr == nil {
+		probe, bpfErr = open()
+	}
+	if bpfErr != nil {
+		status.Reason = bpfErr.Error()
+		var none P
+		return none, bpfErr
+	}
+	status.Attached, status.Tier = true, probe.Tier().String()
+	return probe, nil
 }
 
 // ProbeStatus is one eBPF probe's state: attached (with its tier) or

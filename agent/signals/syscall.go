@@ -21,16 +21,12 @@ type syscallSource struct {
 
 func newSyscallSource(cfg *Config, bpfErr error) *syscallSource {
 	s := &syscallSource{status: ProbeStatus{Name: ProbeSyscalls}, win: NewWindow(cfg.Window, cfg.Interval)}
-	if err := bpfErr; err == nil {
-		s.probe, err = bpf.OpenSyscalls(bpf.SyscallsOptions{Tier: cfg.Tier})
-		bpfErr = err
-	}
-	if bpfErr != nil {
-		s.status.Reason = bpfErr.Error()
-		s.src = fallbackSource(SourceNone, bpfErr, "procfs has no syscall timing")
+	probe, err := openProbe(&s.status, bpfErr, func() (*bpf.Syscalls, error) { return bpf.OpenSyscalls(bpf.SyscallsOptions{Tier: cfg.Tier}) })
+	if err != nil {
+		s.src = fallbackSource(SourceNone, err, "procfs has no syscall timing")
 		return s
 	}
-	s.status.Attached, s.status.Tier = true, s.probe.Tier().String()
+	s.probe = probe
 	for _, pid := range cfg.WatchPIDs {
 		if err := s.watchPID(pid); err != nil {
 			s.status.Reason = err.Error()

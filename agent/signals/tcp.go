@@ -23,16 +23,12 @@ type tcpSource struct {
 
 func newTCPSource(cfg *Config, bpfErr error) *tcpSource {
 	s := &tcpSource{status: ProbeStatus{Name: ProbeTCPStat}, win: newCounterWindow(cfg.Window, cfg.slowInterval()), slow: throttle{every: cfg.slowInterval()}}
-	if err := bpfErr; err == nil {
-		s.probe, err = bpf.OpenTCPStat(bpf.TCPStatOptions{Tier: cfg.Tier})
-		bpfErr = err
-	}
-	if bpfErr != nil {
-		s.status.Reason = bpfErr.Error()
-		s.src = fallbackSource(SourceProcfs, bpfErr, "RetransSegs/OutSegs from /proc/net/snmp")
+	probe, err := openProbe(&s.status, bpfErr, func() (*bpf.TCPStat, error) { return bpf.OpenTCPStat(bpf.TCPStatOptions{Tier: cfg.Tier}) })
+	if err != nil {
+		s.src = fallbackSource(SourceProcfs, err, "RetransSegs/OutSegs from /proc/net/snmp")
 		return s
 	}
-	s.status.Attached, s.status.Tier = true, s.probe.Tier().String()
+	s.probe = probe
 	s.src = Source{Kind: SourceEBPF, Reason: "retransmits and state changes from eBPF; segments sent from /proc/net/snmp"}
 	return s
 }

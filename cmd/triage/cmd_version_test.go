@@ -4,21 +4,17 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/triage-agent/triage/internal/testenv"
 	"github.com/triage-agent/triage/policy"
 )
 
 // The built binary reports the version the linker gave it, the Go version,
 // the ONNX Runtime it loads and the schemas.
 func TestVersionCommand(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "triage")
-	build := exec.Command("go", "build", "-ldflags", "-X github.com/triage-agent/triage/internal/buildinfo.version=9.8.7-test", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testenv.BuildTriage(t, "-ldflags", "-X github.com/triage-agent/triage/internal/buildinfo.version=9.8.7-test")
 	out, err := exec.Command(bin, "version", "--json").Output()
 	if err != nil {
 		t.Fatalf("triage version --json: %v", err)

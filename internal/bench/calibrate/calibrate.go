@@ -101,21 +101,11 @@ func Run(ctx context.Context, cfg Config) (*train.Calibration, error) {
 		RunqP50Us: idle.median(idle.runqP50), RunqP99Us: idle.median(idle.runqP99),
 		BlkioP99Us: zeroIfNaN(idle.median(idle.blkP99)), CPUUtil: idle.median(idle.util),
 	}
-	for _, perCPU := range cfg.CPULevels {
-		cfg.Progress(fmt.Sprintf("cpu: %g runnable threads per CPU", perCPU))
-		l, err := m.cpuLevel(ctx, perCPU)
-		if err != nil {
-			return nil, err
-		}
-		cal.CPU = append(cal.CPU, l)
+	if cal.CPU, err = measureEach(ctx, cfg.CPULevels, cfg.Progress, "cpu: %g runnable threads per CPU", m.cpuLevel); err != nil {
+		return nil, err
 	}
-	for _, w := range cfg.IOLevels {
-		cfg.Progress(fmt.Sprintf("io: %d writers beside the probe", w))
-		l, err := m.ioLevel(ctx, w)
-		if err != nil {
-			return nil, err
-		}
-		cal.IO = append(cal.IO, l)
+	if cal.IO, err = measureEach(ctx, cfg.IOLevels, cfg.Progress, "io: %d writers beside the probe", m.ioLevel); err != nil {
+		return nil, err
 	}
 	base := cal.IO[0].WriteMs
 	for i := range cal.IO {
@@ -125,6 +115,21 @@ func Run(ctx context.Context, cfg Config) (*train.Calibration, error) {
 		return nil, fmt.Errorf("calibrate: what was measured does not make a calibration: %w", err)
 	}
 	return cal, nil
+}
+
+// measureEach measures the levels in order, naming each on progress
+// (format takes the level).
+func measureEach[L, R any](ctx context.Context, levels []L, progress func(string), format string, measure func(context.Context, L) (R, error)) ([]R, error) {
+	var out []R
+	for _, l := range levels {
+		progress(fmt.Sprintf(format, l))
+		r, err := measure(ctx, l)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 type measurer struct {

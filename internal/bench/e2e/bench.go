@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/triage-agent/triage/client"
 	"github.com/triage-agent/triage/experience"
+	"github.com/triage-agent/triage/internal/bench/agentproc"
 	"github.com/triage-agent/triage/internal/bench/measure"
 	"github.com/triage-agent/triage/internal/bench/proc"
 	"github.com/triage-agent/triage/train"
@@ -138,13 +140,14 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--keep-dir: %w", err)
 	}
-	ag, err := startAgentProcess(ctx, agentProcessConfig{
-		bin: c.AgentBin, dir: dir, model: c.Model, noEBPF: c.NoEBPF, workers: sc.Workers,
+	ag, err := agentproc.Start(ctx, agentproc.Config{
+		Bin: c.AgentBin, Dir: dir, Model: c.Model, NoEBPF: c.NoEBPF,
+		ExtraArgs: []string{"--workers", strconv.Itoa(sc.Workers)}, ErrorLog: os.Stderr,
 	})
 	if err != nil {
 		return nil, err
 	}
-	defer ag.stop()
+	defer ag.Stop()
 	base := Config{Scenario: sc, Seed: c.Seed, TimeScale: c.TimeScale, CPUTime: c.CPUTime, IODir: c.IODir}
 	rep := &Report{}
 	if rep.FIFO, err = Run(ctx, base); err != nil {
@@ -162,13 +165,13 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		onRun(res)
 	}
 	local := c.Decide == DecideLocal
-	cl, err := client.Dial(ctx, ag.quicAddr, client.Config{PinSHA256: ag.fingerprint, ServerName: "localhost", LocalDecisions: local})
+	cl, err := client.Dial(ctx, ag.QUICAddr, client.Config{PinSHA256: ag.Fingerprint, ServerName: "localhost", LocalDecisions: local})
 	if err != nil {
 		return nil, fmt.Errorf("dialing the agent: %w", err)
 	}
 	defer cl.Close()
 
-	u0, _ := proc.ReadUsage(ag.pid)
+	u0, _ := ag.Usage()
 	t0 := time.Now()
 	acfg := base
 	acfg.Agent, acfg.Local, acfg.DecideConcurrency, acfg.IDBase = cl, local, c.DecideConcurrency, uint64(time.Now().UnixNano())&^0xffffffff
@@ -177,12 +180,12 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		return nil, fmt.Errorf("agent run: %w", err)
 	}
 	wall := time.Since(t0)
-	u1, _ := proc.ReadUsage(ag.pid)
+	u1, _ := ag.Usage()
 	rep.Agent = res
 	onRun(res)
-	scraped := scrapeAgent(ag.adminAddr)
+	scraped := readScrape(ag.Scrape())
 	cl.Close()
-	ag.stop()
+	ag.Stop()
 	records := -1
 	if st, err := experience.ReadDirWith(filepath.Join(dir, "experience"), experience.ReadOptions{}, nil); err == nil {
 		records = st.Records

@@ -1,11 +1,13 @@
 package e2e
 
 import (
-	"io"
+	"cmp"
 	"math"
-	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/triage-agent/triage/internal/bench/agentproc"
 )
 
 type scrapedAgent struct {
@@ -14,44 +16,25 @@ type scrapedAgent struct {
 	fgWindows, probesAttached int
 }
 
-// scrapeAgent reads a few numbers from the agent's /metrics.
-func scrapeAgent(admin string) scrapedAgent {
+// decideBucketPrefix starts each cumulative bucket of the agent's decide
+// latency histogram, up to its upper bound.
+const decideBucketPrefix = `triage_decide_latency_seconds_bucket{le="`
+
+// readScrape takes the bench's figures from one scrape of the agent.
+func readScrape(vals agentproc.Metrics) scrapedAgent {
 	var s scrapedAgent
-	resp, err := http.Get("http://" + admin + "/metrics")
-	if err != nil {
-		return s
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	vals := map[string]float64{}
 	var buckets []bucket
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, v, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil {
-			continue
-		}
-		if le, ok := strings.CutPrefix(name, `triage_decide_latency_seconds_bucket{le="`); ok {
-			bound, err := strconv.ParseFloat(strings.TrimSuffix(le, `"}`), 64)
-			if err == nil {
+	for name, x := range vals {
+		if le, ok := strings.CutPrefix(name, decideBucketPrefix); ok {
+			if bound, err := strconv.ParseFloat(strings.TrimSuffix(le, `"}`), 64); err == nil {
 				buckets = append(buckets, bucket{bound, x})
 			}
-			continue
 		}
-		if strings.HasPrefix(name, "triage_probe_attached{") {
-			if x == 1 {
-				s.probesAttached++
-			}
-			continue
+		if strings.HasPrefix(name, "triage_probe_attached{") && x == 1 {
+			s.probesAttached++
 		}
-		vals[name] = x
 	}
+	slices.SortFunc(buckets, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
 	if n := vals["triage_decide_latency_seconds_count"]; n > 0 {
 		s.meanDecideUs = vals["triage_decide_latency_seconds_sum"] / n * 1e6
 	}

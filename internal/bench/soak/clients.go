@@ -30,7 +30,7 @@ func (s *subscribers) run(ctx context.Context, ap *agentProc, n int) {
 		if i%2 == 1 {
 			mode = wire.SubscribeMode_SUBSCRIBE_MODE_DATAGRAM
 		}
-		cl, err := client.Dial(ctx, ap.quicAddr, clientConfig(ap))
+		cl, err := client.Dial(ctx, ap.QUICAddr, clientConfig(ap))
 		if err != nil {
 			continue // counted as missing snapshots; the run goes on
 		}
@@ -82,7 +82,7 @@ func (c *churner) run(ctx context.Context, ap *agentProc, perSecond int) {
 			defer wg.Done()
 			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			cl, err := client.Dial(dctx, ap.quicAddr, cfg)
+			cl, err := client.Dial(dctx, ap.QUICAddr, cfg)
 			if err != nil {
 				if ctx.Err() == nil {
 					c.failures.Add(1)
@@ -141,7 +141,7 @@ func helloConn(ctx context.Context, ap *agentProc) (*quic.Conn, error) {
 	cfg := clientConfig(ap)
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	conn, err := quic.DialAddr(dctx, ap.quicAddr, cfg.TLSConfig("localhost", wire.ALPNNative), &quic.Config{MaxIdleTimeout: 30 * time.Second, KeepAlivePeriod: 5 * time.Second})
+	conn, err := quic.DialAddr(dctx, ap.QUICAddr, cfg.TLSConfig("localhost", wire.ALPNNative), &quic.Config{MaxIdleTimeout: 30 * time.Second, KeepAlivePeriod: 5 * time.Second})
 	if err != nil {
 		return nil, err
 	}

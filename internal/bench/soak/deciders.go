@@ -26,7 +26,7 @@ type deciders struct {
 const idClientShift = 40
 
 func clientConfig(ap *agentProc) client.Config {
-	return client.Config{PinSHA256: ap.fingerprint, ServerName: "localhost", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return client.Config{PinSHA256: ap.Fingerprint, ServerName: "localhost", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 func startDeciders(ctx context.Context, ap *agentProc, cfg Config, lat *latencyHist, measureFrom time.Time) (*deciders, error) {
@@ -34,7 +34,7 @@ func startDeciders(ctx context.Context, ap *agentProc, cfg Config, lat *latencyH
 	// Each client's share of the calls, paced at its own interval.
 	interval := time.Duration(float64(time.Second) * float64(cfg.Clients*cfg.Batch) / float64(cfg.Rate))
 	for i := range cfg.Clients {
-		cl, err := client.Dial(ctx, ap.quicAddr, clientConfig(ap))
+		cl, err := client.Dial(ctx, ap.QUICAddr, clientConfig(ap))
 		if err != nil {
 			return nil, fmt.Errorf("connecting decider %d: %w", i, err)
 		}

@@ -48,17 +48,17 @@ func sampleUntil(ctx context.Context, ap *agentProc, start time.Time, cfg Config
 
 func sample(ap *agentProc, at time.Duration) (Sample, bool) {
 	s := Sample{At: at}
-	u, err := proc.ReadUsage(ap.pid)
+	u, err := ap.Usage()
 	if err != nil {
 		return s, false
 	}
 	s.RSSMiB = proc.MiB(u.RSS)
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", ap.pid))
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", ap.PID))
 	if err != nil {
 		return s, false
 	}
 	s.FDs = len(ents)
-	m := ap.scrape()
+	m := ap.Scrape()
 	g, ok1 := m["go_goroutines"]
 	h, ok2 := m["go_memstats_heap_alloc_bytes"]
 	if !ok1 || !ok2 {

@@ -171,7 +171,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer ap.stop()
+	defer ap.Stop()
 
 	start := time.Now()
 	runCtx, cancel := context.WithDeadline(ctx, start.Add(cfg.Duration))
@@ -205,10 +205,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, ctx.Err()
 	}
 
-	if !ap.alive() {
-		return nil, fmt.Errorf("the agent died during the soak: %w", ap.err())
+	if !ap.Alive() {
+		return nil, fmt.Errorf("the agent died during the soak: %w", ap.Err())
 	}
-	m := ap.scrape()
+	m := ap.Scrape()
 	res := &Result{
 		DurationS: elapsed.Seconds(), Decisions: ds.decisions.Load(), DecideErrors: ds.errors.Load(), Outcomes: ds.acked.Load(),
 		P99Us: lat.quantileUs(0.99),
@@ -221,12 +221,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	d.MalformedSent, d.MalformedReconnects = bad.answered.Load(), bad.reconnects.Load()
 	d.Reloads, d.Swaps, d.ReloadFails = rl.written.Load(), int64(m["triage_model_swaps_total"]), int64(m["triage_model_reload_failures_total"])
 	d.UnknownOutcomes, d.SegmentsRemoved = m["triage_outcomes_unknown_total"], m["triage_experience_segments_removed_total"]
-	d.ProbesAttached, d.FlamegraphWindows = int(m.sumPrefix("triage_probe_attached{")), int(m["triage_flamegraph_windows"])
+	d.ProbesAttached, d.FlamegraphWindows = int(m.SumPrefix("triage_probe_attached{")), int(m["triage_flamegraph_windows"])
 	summarize(res, samples, cfg.Warmup)
 
 	// The agent stops cleanly (its log synced and closed) before the log is read.
-	ap.stop()
-	if err := ap.err(); err != nil {
+	ap.Stop()
+	if err := ap.Err(); err != nil {
 		return res, err
 	}
 	res.ExperienceRecords, d.TimedOutRecords, res.LostRecords, err = readBack(filepath.Join(dir, "experience"), ds.ackedIDs)

@@ -3,12 +3,11 @@ package soak
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/triage-agent/triage/internal/faulttest"
+	"github.com/triage-agent/triage/internal/testenv"
 )
 
 // A short soak against a real `triage agent` process (built here) with
@@ -17,11 +16,7 @@ import (
 // malformed frames all served, and the figures filled.
 func TestShortSoak(t *testing.T) {
 	faulttest.Long(t, "a soak run")
-	bin := filepath.Join(t.TempDir(), "triage")
-	build := exec.Command("go", "build", "-o", bin, "github.com/triage-agent/triage/cmd/triage")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building triage: %v\n%s", err, out)
-	}
+	bin := testenv.BuildTriage(t)
 	cfg := Config{
 		Duration: 14 * time.Second, Warmup: 4 * time.Second, Rate: 400, Clients: 4, Subscribers: 2,
 		Churn: 10, MalformedRate: 5, ReloadEvery: 2 * time.Second, AgentBin: bin,
