@@ -35,12 +35,24 @@ struct {
 	__type(value, __u8);
 } syscalls_cgroups SEC(".maps");
 
+/* Bounded: a watched task's syscall that finds it full is not timed, and
+ * counted in syscalls_untimed. A thread that ends inside a syscall (exit,
+ * exit_group) never reaches sys_exit, so its entry stays until its tid
+ * is reused. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32); /* tid */
 	__type(value, __u64);
 } syscalls_start SEC(".maps");
+
+/* [0]: syscalls of watched tasks not timed because syscalls_start was full. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} syscalls_untimed SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -74,14 +86,18 @@ static __always_inline int watched(void)
 
 static __always_inline void enter(void)
 {
-	__u32 tid;
-	__u64 now;
+	__u32 tid, k = 0;
+	__u64 now, *untimed;
 
 	if (!watched())
 		return;
 	tid = (__u32)bpf_get_current_pid_tgid();
 	now = bpf_ktime_get_ns();
-	bpf_map_update_elem(&syscalls_start, &tid, &now, BPF_ANY);
+	if (bpf_map_update_elem(&syscalls_start, &tid, &now, BPF_ANY) == 0)
+		return;
+	untimed = bpf_map_lookup_elem(&syscalls_untimed, &k);
+	if (untimed)
+		(*untimed)++; /* per-CPU value: no atomics needed */
 }
 
 static __always_inline void leave(void)

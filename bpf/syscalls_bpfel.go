@@ -28,6 +28,7 @@ const (
 	syscallsMapSyscallsHist      = "syscalls_hist"
 	syscallsMapSyscallsPids      = "syscalls_pids"
 	syscallsMapSyscallsStart     = "syscalls_start"
+	syscallsMapSyscallsUntimed   = "syscalls_untimed"
 	syscallsProgSyscallsBtfEnter = "syscalls_btf_enter"
 	syscallsProgSyscallsBtfExit  = "syscalls_btf_exit"
 	syscallsProgSyscallsRawEnter = "syscalls_raw_enter"
@@ -95,6 +96,7 @@ type syscallsMapSpecs struct {
 	SyscallsHist    *ebpf.MapSpec `ebpf:"syscalls_hist"`
 	SyscallsPids    *ebpf.MapSpec `ebpf:"syscalls_pids"`
 	SyscallsStart   *ebpf.MapSpec `ebpf:"syscalls_start"`
+	SyscallsUntimed *ebpf.MapSpec `ebpf:"syscalls_untimed"`
 }
 
 // syscallsVariableSpecs contains global variables before they are loaded into the kernel.
@@ -128,6 +130,7 @@ type syscallsMaps struct {
 	SyscallsHist    *ebpf.Map `ebpf:"syscalls_hist"`
 	SyscallsPids    *ebpf.Map `ebpf:"syscalls_pids"`
 	SyscallsStart   *ebpf.Map `ebpf:"syscalls_start"`
+	SyscallsUntimed *ebpf.Map `ebpf:"syscalls_untimed"`
 }
 
 func (m *syscallsMaps) Close() error {
@@ -137,6 +140,7 @@ func (m *syscallsMaps) Close() error {
 		m.SyscallsHist,
 		m.SyscallsPids,
 		m.SyscallsStart,
+		m.SyscallsUntimed,
 	)
 }
 
