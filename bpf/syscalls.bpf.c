@@ -37,8 +37,9 @@ struct {
 
 /* Bounded: a watched task's syscall that finds it full is not timed, and
  * counted in syscalls_untimed. A thread that ends inside a syscall (exit,
- * exit_group) never reaches sys_exit, so its entry stays until its tid
- * is reused. */
+ * exit_group) never reaches sys_exit: its stamp is dropped when it exits
+ * (sched_process_exit), else such stamps would fill the map on a node
+ * whose watched processes come and go. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -119,6 +120,15 @@ static __always_inline void leave(void)
 		triage_hist_add(h, delta);
 }
 
+/* The exiting thread is current at sched_process_exit. A delete of a key
+ * that is not there is one hash lookup, per thread exit. */
+static __always_inline void forget_exiting(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	bpf_map_delete_elem(&syscalls_start, &tid);
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(syscalls_btf_enter) { enter(); return 0; }
 
@@ -136,3 +146,12 @@ int syscalls_tp_enter(void *ctx) { enter(); return 0; }
 
 SEC("tracepoint/raw_syscalls/sys_exit")
 int syscalls_tp_exit(void *ctx) { leave(); return 0; }
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(syscalls_btf_task_exit) { forget_exiting(); return 0; }
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(syscalls_raw_task_exit) { forget_exiting(); return 0; }
+
+SEC("tracepoint/sched/sched_process_exit")
+int syscalls_tp_task_exit(void *ctx) { forget_exiting(); return 0; }

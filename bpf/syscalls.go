@@ -36,6 +36,9 @@ var ErrSyscallWatchFull = errors.New("the syscall probe's watch map is full")
 var syscallsHooks = []hook{
 	{group: "raw_syscalls", name: "sys_enter", btf: "syscalls_btf_enter", raw: "syscalls_raw_enter", tp: "syscalls_tp_enter"},
 	{group: "raw_syscalls", name: "sys_exit", btf: "syscalls_btf_exit", raw: "syscalls_raw_exit", tp: "syscalls_tp_exit"},
+	// A thread that ends inside exit or exit_group never reaches sys_exit:
+	// its entry stamp is dropped here instead of filling the map.
+	{group: "sched", name: "sched_process_exit", btf: "syscalls_btf_task_exit", raw: "syscalls_raw_task_exit", tp: "syscalls_tp_task_exit"},
 }
 
 // Syscalls measures syscall latency of watched processes or cgroups.
@@ -166,9 +169,8 @@ func watchErr(err error, held int, what string) error {
 }
 
 // Untimed is how many syscalls of watched tasks were not timed because
-// MaxSyscallsInFlight threads were already in one (or had left entries
-// behind: a thread that ends inside exit or exit_group), since the probe
-// was loaded.
+// MaxSyscallsInFlight threads were already in one, since the probe was
+// loaded.
 func (s *Syscalls) Untimed() (uint64, error) {
 	if err := s.p.mapNamed("syscalls_untimed").Lookup(uint32(0), &s.untimed); err != nil {
 		return 0, fmt.Errorf("reading untimed syscalls: %w", err)

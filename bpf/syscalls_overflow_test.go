@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"runtime"
 	"testing"
 
@@ -129,5 +130,54 @@ func TestSyscallsUntimedWhenInFlightMapFull(t *testing.T) {
 	}
 	if after != before || h.Count() < calls {
 		t.Errorf("with room again: untimed went %d -> %d, %d syscalls timed (want no change, at least %d)", before, after, h.Count(), calls)
+	}
+}
+
+// A watched thread that ends inside a syscall (exit_group here: every
+// process's last) never reaches sys_exit; its stamp must not stay in the
+// in-flight map, or such exits fill it and timing stops for good.
+func TestSyscallsExitedThreadsLeaveNoStamp(t *testing.T) {
+	requireBPF(t)
+	for _, tier := range allTiers {
+		t.Run(tier.String(), func(t *testing.T) {
+			s, err := OpenSyscalls(SyscallsOptions{Tier: tier})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.WatchAll(true); err != nil {
+				t.Fatal(err)
+			}
+			const children = 20
+			var pids []uint32
+			for range children {
+				c := exec.Command("/bin/true")
+				if err := c.Run(); err != nil {
+					t.Fatal(err)
+				}
+				pids = append(pids, uint32(c.Process.Pid))
+			}
+			if err := s.WatchAll(false); err != nil {
+				t.Fatal(err)
+			}
+			start := s.p.mapNamed("syscalls_start")
+			left := 0
+			for _, pid := range pids {
+				var stamp uint64
+				if start.Lookup(pid, &stamp) == nil {
+					left++
+				}
+			}
+			var h Hist
+			if err := s.Read(&h); err != nil {
+				t.Fatal(err)
+			}
+			if h.Count() == 0 {
+				t.Fatal("nothing timed while watching every task")
+			}
+			if left != 0 {
+				t.Errorf("%d of %d exited children left a stamp in the in-flight map", left, children)
+			}
+		})
 	}
 }
