@@ -211,6 +211,8 @@ func (a *Agent) serveConfig() (serve.Config, error) {
 		Addr: a.cfg.QUICAddr, TCPAddr: a.cfg.TCPAddr, DisableTCP: a.cfg.DisableTCP,
 		Auth: a.auth, InsecureListenAny: a.cfg.InsecureListenAny, Logger: a.log,
 		CertHosts: a.cfg.CertHosts, OnTLSReload: a.tlsReloaded,
+		MaxConns: a.cfg.MaxConns, MaxConnsPerIP: a.cfg.MaxConnsPerIP, MaxNewConnsPerIP: a.cfg.MaxNewConnsPerIP,
+		MaxStreamsPerConn: int64(a.cfg.MaxStreamsPerConn),
 	}
 	if a.cfg.TLSCertFile != "" {
 		if _, err := serve.LoadCertificate(a.cfg.TLSCertFile, a.cfg.TLSKeyFile); err != nil {

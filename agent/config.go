@@ -20,6 +20,7 @@ import (
 	"github.com/triage-agent/triage/flamegraph"
 	"github.com/triage-agent/triage/policy/control"
 	"github.com/triage-agent/triage/policy/guard"
+	"github.com/triage-agent/triage/wire"
 )
 
 // Config configures the agent. Its zero value runs the defaults of
@@ -73,6 +74,17 @@ type Config struct {
 	Tokens            []string
 	TokenFile         string
 	InsecureListenAny bool
+
+	// The endpoint's connection limits (serve.Config, docs/endpoint.md),
+	// QUIC and TCP connections counted together: MaxConns open at once in
+	// all; MaxConnsPerIP open at once and MaxNewConnsPerIP new ones a
+	// second per client address; MaxStreamsPerConn concurrent streams per
+	// connection. 0 means serve's default (serve.DefaultMaxConns and the
+	// others); a negative value is refused (ErrBadConfig).
+	MaxConns          int
+	MaxConnsPerIP     int
+	MaxNewConnsPerIP  int
+	MaxStreamsPerConn int
 
 	// ExperienceDir is where outcomes are logged. "" means
 	// /var/lib/triage/experience when that can be created, else no log
@@ -199,6 +211,17 @@ func (c Config) withDefaults() (Config, error) {
 	c.StateInterval = positiveOr(c.StateInterval, DefaultStateInterval)
 	c.TableInterval = positiveOr(c.TableInterval, DefaultTableInterval)
 	c.TableMaxCells = positiveOr(c.TableMaxCells, DefaultTableMaxCells)
+	if c.TableMaxCells > wire.MaxTableCells {
+		return c, fmt.Errorf("%w: decision table of %d cells: clients refuse a table of more than %d", ErrBadConfig, c.TableMaxCells, wire.MaxTableCells)
+	}
+	for _, l := range []struct {
+		name string
+		v    int
+	}{{"connections", c.MaxConns}, {"connections per address", c.MaxConnsPerIP}, {"new connections a second per address", c.MaxNewConnsPerIP}, {"streams per connection", c.MaxStreamsPerConn}} {
+		if l.v < 0 {
+			return c, fmt.Errorf("%w: a limit of %d %s: want 0 (the default) or more", ErrBadConfig, l.v, l.name)
+		}
+	}
 	c.FlamegraphInterval = positiveOr(c.FlamegraphInterval, DefaultFGInterval)
 	if _, err := profiling.ParseUnwindMode(c.FlamegraphUnwind); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)

@@ -21,7 +21,10 @@ import (
 // cgroups have their histograms, and the node-wide run-queue signal the
 // agent serves agrees with a reference probe that watches no cgroup at all
 // (p50 and p99 within one log2 bucket, sample counts within 30%). Lost:
-// the refused cgroups' own histograms.
+// the refused cgroups' own histograms. The syscall probe, given the same
+// cgroups, counts its own overflow the same way (its cgroup map holds
+// bpf.MaxSyscallWatchedCgroups: Syscall.CgroupsOverflow and
+// triage_syscall_cgroups_overflow) and watches the ones it holds.
 func TestFaultMoreCgroupsThanTheMapHolds(t *testing.T) {
 	testenv.RequireBPF(t, "the run-queue probe and cgroups need root")
 	const extra = 44
@@ -75,6 +78,17 @@ func TestFaultMoreCgroupsThanTheMapHolds(t *testing.T) {
 	}
 	if got := ta.metric(t, "triage_runq_cgroups_overflow"); got != extra {
 		t.Errorf("triage_runq_cgroups_overflow %v, want %d", got, extra)
+	}
+	sys, sysExtra := snap.Syscall, len(dirs)-bpf.MaxSyscallWatchedCgroups
+	if sys.CgroupsOverflow != sysExtra || sys.Watched != bpf.MaxSyscallWatchedCgroups || sys.Source.Kind != signals.SourceEBPF {
+		t.Errorf("syscall probe: overflow counted %d, want %d; %d cgroups watched, want %d; source %q",
+			sys.CgroupsOverflow, sysExtra, sys.Watched, bpf.MaxSyscallWatchedCgroups, sys.Source.Kind)
+	}
+	if got := ta.metric(t, "triage_syscall_cgroups_overflow"); got != float64(sysExtra) {
+		t.Errorf("triage_syscall_cgroups_overflow %v, want %d", got, sysExtra)
+	}
+	if got := ta.metric(t, "triage_syscall_untimed_total"); got < 0 {
+		t.Error("triage_syscall_untimed_total is not on /metrics")
 	}
 	if len(rq.Cgroups) != bpf.MaxWatchedCgroups {
 		t.Errorf("%d cgroups with a histogram, want %d", len(rq.Cgroups), bpf.MaxWatchedCgroups)

@@ -47,7 +47,7 @@ func TestFaultConnectionFloodFromOneAddress(t *testing.T) {
 	faulttest.Long(t, "a connection flood")
 	ta := startAgent(t, Config{})
 	addr := ta.QUICAddr().(*net.UDPAddr)
-	reconnectStorm(t, "127.0.0.3", addr, ta.Fingerprint(), serveDefaultMaxConnsPerIP)
+	reconnectStorm(t, "127.0.0.3", addr, ta.Fingerprint(), serve.DefaultMaxConnsPerIP)
 	good := dialFrom(t, "127.0.0.2", addr, ta.Fingerprint())
 	for try := 1; ; try++ {
 		p99Idle, p99Flood := floodTry(t, addr, ta.Fingerprint(), good)
@@ -95,8 +95,8 @@ func floodTry(t *testing.T, addr *net.UDPAddr, fingerprint string, good *client.
 
 	t.Logf("flood: %d attempts in %v of flooding (%.0f/s), %d served, %d refused, at most %d served at once",
 		st.Attempts, floodOn, float64(st.Attempts)/floodOn.Seconds(), st.Served, st.Refused, st.MaxServed)
-	if st.MaxServed > serveDefaultMaxConnsPerIP {
-		t.Errorf("%d connections from one address served at once, the limit is %d", st.MaxServed, serveDefaultMaxConnsPerIP)
+	if st.MaxServed > serve.DefaultMaxConnsPerIP {
+		t.Errorf("%d connections from one address served at once, the limit is %d", st.MaxServed, serve.DefaultMaxConnsPerIP)
 	}
 	// The bucket holds a second's worth and refills at the rate, paused
 	// or not, over the flood process's life.
@@ -163,9 +163,6 @@ func reconnectStorm(t *testing.T, ip string, to *net.UDPAddr, fingerprint string
 	}
 	t.Logf("reconnect storm: %d clients of %s connected at once, %d of them after a retry", n, ip, retried)
 }
-
-// serveDefaultMaxConnsPerIP is serve.Config's default MaxConnsPerIP.
-const serveDefaultMaxConnsPerIP = 64
 
 // dialFrom connects a client whose UDP socket is bound to ip.
 func dialFrom(t *testing.T, ip string, to *net.UDPAddr, fingerprint string) *client.Client {

@@ -133,12 +133,16 @@ var (
 	descShadowDrop  = prometheus.NewDesc("triage_shadow_dropped_tasks_total", "Tasks not shadow-evaluated because the shadow queue was full.", []string{"model"}, nil)
 	descReady       = prometheus.NewDesc("triage_ready", "1 when /readyz answers ready.", nil, nil)
 	descCgOverflow  = prometheus.NewDesc("triage_runq_cgroups_overflow", "Cgroups asked to be watched that the per-cgroup run-queue map had no room for: their tasks count node-wide only.", nil, nil)
+	descSysCgOver   = prometheus.NewDesc("triage_syscall_cgroups_overflow", "Cgroups asked to be watched that the syscall probe's cgroup map had no room for: their syscalls are not timed.", nil, nil)
+	descSysPIDOver  = prometheus.NewDesc("triage_syscall_pids_overflow", "Processes asked to be watched that the syscall probe's pid map had no room for: their syscalls are not timed.", nil, nil)
+	descSysUntimed  = prometheus.NewDesc("triage_syscall_untimed_total", "Syscalls of watched tasks not timed because the syscall probe's in-flight map was full.", nil, nil)
 )
 
 func (c *agentCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descProbe, descProbeCPU, descSource, descQueueLen, descQueueCap, descReloads, descReloadErrAt,
 		descConns, descRejected, descStreamErr, descDatagrams, descCodecRatio, descExpRecords, descExpBytes, descExpRemoved,
-		descFGWindows, descFGBytes, descFGFallback, descFGCache, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady, descCgOverflow} {
+		descFGWindows, descFGBytes, descFGFallback, descFGCache, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady, descCgOverflow,
+		descSysCgOver, descSysPIDOver, descSysUntimed} {
 		ch <- d
 	}
 }
@@ -168,6 +172,10 @@ func (c *agentCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descQueueLen, float64(node.wire.GetQueueLen()))
 		gauge(descCgOverflow, float64(node.signals.RunQueue.CgroupsOverflow))
+		sys := &node.signals.Syscall
+		gauge(descSysCgOver, float64(sys.CgroupsOverflow))
+		gauge(descSysPIDOver, float64(sys.PIDsOverflow))
+		counter(descSysUntimed, float64(sys.Untimed))
 	}
 	gauge(descQueueCap, float64(a.cfg.Workers))
 	ready := 0.0

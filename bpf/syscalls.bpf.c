@@ -35,12 +35,25 @@ struct {
 	__type(value, __u8);
 } syscalls_cgroups SEC(".maps");
 
+/* Bounded: a watched task's syscall that finds it full is not timed, and
+ * counted in syscalls_untimed. A thread that ends inside a syscall (exit,
+ * exit_group) never reaches sys_exit: its stamp is dropped when it exits
+ * (sched_process_exit), else such stamps would fill the map on a node
+ * whose watched processes come and go. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32); /* tid */
 	__type(value, __u64);
 } syscalls_start SEC(".maps");
+
+/* [0]: syscalls of watched tasks not timed because syscalls_start was full. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} syscalls_untimed SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -74,14 +87,18 @@ static __always_inline int watched(void)
 
 static __always_inline void enter(void)
 {
-	__u32 tid;
-	__u64 now;
+	__u32 tid, k = 0;
+	__u64 now, *untimed;
 
 	if (!watched())
 		return;
 	tid = (__u32)bpf_get_current_pid_tgid();
 	now = bpf_ktime_get_ns();
-	bpf_map_update_elem(&syscalls_start, &tid, &now, BPF_ANY);
+	if (bpf_map_update_elem(&syscalls_start, &tid, &now, BPF_ANY) == 0)
+		return;
+	untimed = bpf_map_lookup_elem(&syscalls_untimed, &k);
+	if (untimed)
+		(*untimed)++; /* per-CPU value: no atomics needed */
 }
 
 static __always_inline void leave(void)
@@ -103,6 +120,15 @@ static __always_inline void leave(void)
 		triage_hist_add(h, delta);
 }
 
+/* The exiting thread is current at sched_process_exit. A delete of a key
+ * that is not there is one hash lookup, per thread exit. */
+static __always_inline void forget_exiting(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	bpf_map_delete_elem(&syscalls_start, &tid);
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(syscalls_btf_enter) { enter(); return 0; }
 
@@ -120,3 +146,12 @@ int syscalls_tp_enter(void *ctx) { enter(); return 0; }
 
 SEC("tracepoint/raw_syscalls/sys_exit")
 int syscalls_tp_exit(void *ctx) { leave(); return 0; }
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(syscalls_btf_task_exit) { forget_exiting(); return 0; }
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(syscalls_raw_task_exit) { forget_exiting(); return 0; }
+
+SEC("tracepoint/sched/sched_process_exit")
+int syscalls_tp_task_exit(void *ctx) { forget_exiting(); return 0; }

@@ -1,15 +1,44 @@
 package bpf
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
 
 // SyscallsOptions configure OpenSyscalls; the zero value means auto tier.
 type SyscallsOptions struct {
 	Tier Tier
 }
 
+// Bounds of the syscall probe's maps (their max_entries): watching
+// cannot grow kernel memory without limit.
+const (
+	// MaxSyscallWatchedPIDs is how many processes the watch set holds
+	// (syscalls_pids).
+	MaxSyscallWatchedPIDs = 1024
+	// MaxSyscallWatchedCgroups is how many cgroups it holds
+	// (syscalls_cgroups).
+	MaxSyscallWatchedCgroups = 256
+	// MaxSyscallsInFlight is how many watched threads can be inside a
+	// syscall at once and be timed (syscalls_start); the syscalls of a
+	// thread beyond it are counted by Untimed.
+	MaxSyscallsInFlight = 16384
+)
+
+// ErrSyscallWatchFull is returned by WatchPID and WatchCgroup when the
+// watch map already holds MaxSyscallWatchedPIDs processes or
+// MaxSyscallWatchedCgroups cgroups: that process's or cgroup's syscalls
+// are not timed.
+var ErrSyscallWatchFull = errors.New("the syscall probe's watch map is full")
+
 var syscallsHooks = []hook{
 	{group: "raw_syscalls", name: "sys_enter", btf: "syscalls_btf_enter", raw: "syscalls_raw_enter", tp: "syscalls_tp_enter"},
 	{group: "raw_syscalls", name: "sys_exit", btf: "syscalls_btf_exit", raw: "syscalls_raw_exit", tp: "syscalls_tp_exit"},
+	// A thread that ends inside exit or exit_group never reaches sys_exit:
+	// its entry stamp is dropped here instead of filling the map.
+	{group: "sched", name: "sched_process_exit", btf: "syscalls_btf_task_exit", raw: "syscalls_raw_task_exit", tp: "syscalls_tp_task_exit"},
 }
 
 // Syscalls measures syscall latency of watched processes or cgroups.
@@ -19,6 +48,7 @@ var syscallsHooks = []hook{
 type Syscalls struct {
 	p       *probe
 	reader  *percpuHist
+	untimed []uint64 // per-CPU read buffer of syscalls_untimed
 	pids    map[uint32]bool
 	cgroups map[uint64]bool
 	all     bool
@@ -35,12 +65,17 @@ func OpenSyscalls(opts SyscallsOptions) (*Syscalls, error) {
 		p.Close()
 		return nil, err
 	}
+	untimed, err := percpuBuf[uint64]()
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
 	// Attaching proved the tier works; stay detached until a watch.
 	if err := p.detach(); err != nil {
 		p.Close()
 		return nil, err
 	}
-	return &Syscalls{p: p, reader: rd, pids: map[uint32]bool{}, cgroups: map[uint64]bool{}}, nil
+	return &Syscalls{p: p, reader: rd, untimed: untimed, pids: map[uint32]bool{}, cgroups: map[uint64]bool{}}, nil
 }
 
 // Attached reports whether the programs are linked (something is watched).
@@ -72,10 +107,14 @@ func (s *Syscalls) syncFlags() error {
 	return s.p.attach()
 }
 
-// WatchPID adds a process (thread-group id) to the watched set.
+// WatchPID adds a process (thread-group id) to the watched set; past
+// MaxSyscallWatchedPIDs it is ErrSyscallWatchFull.
 func (s *Syscalls) WatchPID(pid uint32) error {
+	if s.pids[pid] {
+		return nil
+	}
 	if err := s.p.mapNamed("syscalls_pids").Put(pid, uint8(1)); err != nil {
-		return fmt.Errorf("watching pid %d: %w", pid, err)
+		return fmt.Errorf("watching pid %d: %w", pid, watchErr(err, len(s.pids), "processes"))
 	}
 	s.pids[pid] = true
 	return s.syncFlags()
@@ -93,10 +132,14 @@ func (s *Syscalls) UnwatchPID(pid uint32) error {
 	return s.syncFlags()
 }
 
-// WatchCgroup adds a cgroup v2 id; a task counts when it is directly in it.
+// WatchCgroup adds a cgroup v2 id; a task counts when it is directly in
+// it. Past MaxSyscallWatchedCgroups it is ErrSyscallWatchFull.
 func (s *Syscalls) WatchCgroup(id uint64) error {
+	if s.cgroups[id] {
+		return nil
+	}
 	if err := s.p.mapNamed("syscalls_cgroups").Put(id, uint8(1)); err != nil {
-		return fmt.Errorf("watching cgroup %d: %w", id, err)
+		return fmt.Errorf("watching cgroup %d: %w", id, watchErr(err, len(s.cgroups), "cgroups"))
 	}
 	s.cgroups[id] = true
 	return s.syncFlags()
@@ -114,6 +157,29 @@ func (s *Syscalls) Read(dst *Hist) error {
 		return fmt.Errorf("reading syscall histogram: %w", err)
 	}
 	return nil
+}
+
+// watchErr names a full watch map (a hash map's answer to a new key when
+// full is E2BIG) by ErrSyscallWatchFull.
+func watchErr(err error, held int, what string) error {
+	if errors.Is(err, unix.E2BIG) {
+		return fmt.Errorf("%w (%d %s)", ErrSyscallWatchFull, held, what)
+	}
+	return err
+}
+
+// Untimed is how many syscalls of watched tasks were not timed because
+// MaxSyscallsInFlight threads were already in one, since the probe was
+// loaded.
+func (s *Syscalls) Untimed() (uint64, error) {
+	if err := s.p.mapNamed("syscalls_untimed").Lookup(uint32(0), &s.untimed); err != nil {
+		return 0, fmt.Errorf("reading untimed syscalls: %w", err)
+	}
+	var n uint64
+	for _, v := range s.untimed {
+		n += v
+	}
+	return n, nil
 }
 
 // Stats reports each program's kernel run-time accounting.

@@ -23,17 +23,21 @@ type syscallsTriageHist struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	syscallsMapSyscallsCgroups   = "syscalls_cgroups"
-	syscallsMapSyscallsConfig    = "syscalls_config"
-	syscallsMapSyscallsHist      = "syscalls_hist"
-	syscallsMapSyscallsPids      = "syscalls_pids"
-	syscallsMapSyscallsStart     = "syscalls_start"
-	syscallsProgSyscallsBtfEnter = "syscalls_btf_enter"
-	syscallsProgSyscallsBtfExit  = "syscalls_btf_exit"
-	syscallsProgSyscallsRawEnter = "syscalls_raw_enter"
-	syscallsProgSyscallsRawExit  = "syscalls_raw_exit"
-	syscallsProgSyscallsTpEnter  = "syscalls_tp_enter"
-	syscallsProgSyscallsTpExit   = "syscalls_tp_exit"
+	syscallsMapSyscallsCgroups      = "syscalls_cgroups"
+	syscallsMapSyscallsConfig       = "syscalls_config"
+	syscallsMapSyscallsHist         = "syscalls_hist"
+	syscallsMapSyscallsPids         = "syscalls_pids"
+	syscallsMapSyscallsStart        = "syscalls_start"
+	syscallsMapSyscallsUntimed      = "syscalls_untimed"
+	syscallsProgSyscallsBtfEnter    = "syscalls_btf_enter"
+	syscallsProgSyscallsBtfExit     = "syscalls_btf_exit"
+	syscallsProgSyscallsBtfTaskExit = "syscalls_btf_task_exit"
+	syscallsProgSyscallsRawEnter    = "syscalls_raw_enter"
+	syscallsProgSyscallsRawExit     = "syscalls_raw_exit"
+	syscallsProgSyscallsRawTaskExit = "syscalls_raw_task_exit"
+	syscallsProgSyscallsTpEnter     = "syscalls_tp_enter"
+	syscallsProgSyscallsTpExit      = "syscalls_tp_exit"
+	syscallsProgSyscallsTpTaskExit  = "syscalls_tp_task_exit"
 )
 
 // loadSyscalls returns the embedded CollectionSpec for syscalls.
@@ -78,12 +82,15 @@ type syscallsSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type syscallsProgramSpecs struct {
-	SyscallsBtfEnter *ebpf.ProgramSpec `ebpf:"syscalls_btf_enter"`
-	SyscallsBtfExit  *ebpf.ProgramSpec `ebpf:"syscalls_btf_exit"`
-	SyscallsRawEnter *ebpf.ProgramSpec `ebpf:"syscalls_raw_enter"`
-	SyscallsRawExit  *ebpf.ProgramSpec `ebpf:"syscalls_raw_exit"`
-	SyscallsTpEnter  *ebpf.ProgramSpec `ebpf:"syscalls_tp_enter"`
-	SyscallsTpExit   *ebpf.ProgramSpec `ebpf:"syscalls_tp_exit"`
+	SyscallsBtfEnter    *ebpf.ProgramSpec `ebpf:"syscalls_btf_enter"`
+	SyscallsBtfExit     *ebpf.ProgramSpec `ebpf:"syscalls_btf_exit"`
+	SyscallsBtfTaskExit *ebpf.ProgramSpec `ebpf:"syscalls_btf_task_exit"`
+	SyscallsRawEnter    *ebpf.ProgramSpec `ebpf:"syscalls_raw_enter"`
+	SyscallsRawExit     *ebpf.ProgramSpec `ebpf:"syscalls_raw_exit"`
+	SyscallsRawTaskExit *ebpf.ProgramSpec `ebpf:"syscalls_raw_task_exit"`
+	SyscallsTpEnter     *ebpf.ProgramSpec `ebpf:"syscalls_tp_enter"`
+	SyscallsTpExit      *ebpf.ProgramSpec `ebpf:"syscalls_tp_exit"`
+	SyscallsTpTaskExit  *ebpf.ProgramSpec `ebpf:"syscalls_tp_task_exit"`
 }
 
 // syscallsMapSpecs contains maps before they are loaded into the kernel.
@@ -95,6 +102,7 @@ type syscallsMapSpecs struct {
 	SyscallsHist    *ebpf.MapSpec `ebpf:"syscalls_hist"`
 	SyscallsPids    *ebpf.MapSpec `ebpf:"syscalls_pids"`
 	SyscallsStart   *ebpf.MapSpec `ebpf:"syscalls_start"`
+	SyscallsUntimed *ebpf.MapSpec `ebpf:"syscalls_untimed"`
 }
 
 // syscallsVariableSpecs contains global variables before they are loaded into the kernel.
@@ -128,6 +136,7 @@ type syscallsMaps struct {
 	SyscallsHist    *ebpf.Map `ebpf:"syscalls_hist"`
 	SyscallsPids    *ebpf.Map `ebpf:"syscalls_pids"`
 	SyscallsStart   *ebpf.Map `ebpf:"syscalls_start"`
+	SyscallsUntimed *ebpf.Map `ebpf:"syscalls_untimed"`
 }
 
 func (m *syscallsMaps) Close() error {
@@ -137,6 +146,7 @@ func (m *syscallsMaps) Close() error {
 		m.SyscallsHist,
 		m.SyscallsPids,
 		m.SyscallsStart,
+		m.SyscallsUntimed,
 	)
 }
 
@@ -150,22 +160,28 @@ type syscallsVariables struct {
 //
 // It can be passed to loadSyscallsObjects or ebpf.CollectionSpec.LoadAndAssign.
 type syscallsPrograms struct {
-	SyscallsBtfEnter *ebpf.Program `ebpf:"syscalls_btf_enter"`
-	SyscallsBtfExit  *ebpf.Program `ebpf:"syscalls_btf_exit"`
-	SyscallsRawEnter *ebpf.Program `ebpf:"syscalls_raw_enter"`
-	SyscallsRawExit  *ebpf.Program `ebpf:"syscalls_raw_exit"`
-	SyscallsTpEnter  *ebpf.Program `ebpf:"syscalls_tp_enter"`
-	SyscallsTpExit   *ebpf.Program `ebpf:"syscalls_tp_exit"`
+	SyscallsBtfEnter    *ebpf.Program `ebpf:"syscalls_btf_enter"`
+	SyscallsBtfExit     *ebpf.Program `ebpf:"syscalls_btf_exit"`
+	SyscallsBtfTaskExit *ebpf.Program `ebpf:"syscalls_btf_task_exit"`
+	SyscallsRawEnter    *ebpf.Program `ebpf:"syscalls_raw_enter"`
+	SyscallsRawExit     *ebpf.Program `ebpf:"syscalls_raw_exit"`
+	SyscallsRawTaskExit *ebpf.Program `ebpf:"syscalls_raw_task_exit"`
+	SyscallsTpEnter     *ebpf.Program `ebpf:"syscalls_tp_enter"`
+	SyscallsTpExit      *ebpf.Program `ebpf:"syscalls_tp_exit"`
+	SyscallsTpTaskExit  *ebpf.Program `ebpf:"syscalls_tp_task_exit"`
 }
 
 func (p *syscallsPrograms) Close() error {
 	return _SyscallsClose(
 		p.SyscallsBtfEnter,
 		p.SyscallsBtfExit,
+		p.SyscallsBtfTaskExit,
 		p.SyscallsRawEnter,
 		p.SyscallsRawExit,
+		p.SyscallsRawTaskExit,
 		p.SyscallsTpEnter,
 		p.SyscallsTpExit,
+		p.SyscallsTpTaskExit,
 	)
 }
 

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"time"
@@ -67,7 +68,7 @@ type Config struct {
 
 	MaxFrameBytes        int           // largest native frame and decoded payload; default 1 MiB
 	MaxBatch             int           // most tasks (or outcomes) per request; default 1024
-	MaxStreamsPerConn    int64         // concurrent bidirectional streams per connection (QUIC and HTTP/2); default 64
+	MaxStreamsPerConn    int64         // concurrent bidirectional streams per connection (QUIC and HTTP/2); default 64, at most MaxStreamsPerConnLimit
 	MaxConns             int           // concurrent connections in all, UDP and TCP; default 1024
 	MaxConnsPerIP        int           // concurrent connections per client IP, UDP and TCP; default 64
 	MaxNewConnsPerIP     int           // new connections a second per client IP, UDP and TCP, in bursts of as many; default 100 (ratelimit.go)
@@ -83,6 +84,18 @@ type Config struct {
 
 // DefaultPort is the agent's QUIC port.
 const DefaultPort = "4433"
+
+// Defaults of the connection limits of Config (docs/endpoint.md).
+const (
+	DefaultMaxConns          = 1024
+	DefaultMaxConnsPerIP     = 64
+	DefaultMaxStreamsPerConn = 64
+)
+
+// MaxStreamsPerConnLimit bounds Config.MaxStreamsPerConn: HTTP/2 and gRPC
+// take the limit as a uint32, so a larger value would wrap to a small or
+// zero one.
+const MaxStreamsPerConnLimit = math.MaxUint32
 
 // DefaultMaxNewConnsPerIP is the default of Config.MaxNewConnsPerIP: above
 // a client that reconnects all of its MaxConnsPerIP connections at once
@@ -140,10 +153,13 @@ func (c Config) withDefaults() (Config, error) {
 	setInt(&c.MaxFrameBytes, 1<<20)
 	setInt(&c.MaxBatch, 1024)
 	if c.MaxStreamsPerConn <= 0 {
-		c.MaxStreamsPerConn = 64
+		c.MaxStreamsPerConn = DefaultMaxStreamsPerConn
 	}
-	setInt(&c.MaxConns, 1024)
-	setInt(&c.MaxConnsPerIP, 64)
+	if c.MaxStreamsPerConn > MaxStreamsPerConnLimit {
+		return c, fmt.Errorf("%w: MaxStreamsPerConn %d is above %d", ErrBadConfig, c.MaxStreamsPerConn, int64(MaxStreamsPerConnLimit))
+	}
+	setInt(&c.MaxConns, DefaultMaxConns)
+	setInt(&c.MaxConnsPerIP, DefaultMaxConnsPerIP)
 	setInt(&c.MaxNewConnsPerIP, DefaultMaxNewConnsPerIP)
 	setDur(&c.IdleTimeout, 30*time.Second)
 	setDur(&c.HelloTimeout, 5*time.Second)

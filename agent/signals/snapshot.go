@@ -72,6 +72,16 @@ type SyscallSignal struct {
 	Source  Source  `json:"source"`
 	Latency Latency `json:"latency_us"`
 	Watched int     `json:"watched"` // pids + cgroups in the filter
+	// PIDsOverflow and CgroupsOverflow count the processes and cgroups
+	// asked to be watched that the probe's watch maps had no room for
+	// (bpf.MaxSyscallWatchedPIDs, bpf.MaxSyscallWatchedCgroups): their
+	// syscalls are not timed.
+	PIDsOverflow    int `json:"pids_overflow,omitempty"`
+	CgroupsOverflow int `json:"cgroups_overflow,omitempty"`
+	// Untimed counts, since the probe loaded, the syscalls of watched
+	// tasks that were not timed because bpf.MaxSyscallsInFlight threads
+	// already held a stamp.
+	Untimed uint64 `json:"untimed,omitempty"`
 }
 
 // TCPSignal is TCP retransmits and state changes over the window.

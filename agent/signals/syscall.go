@@ -1,6 +1,7 @@
 package signals
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,6 +18,12 @@ type syscallSource struct {
 	win     *Window
 	cum     bpf.Hist
 	watched int
+
+	// pidsOverflow and cgroupsOverflow count the watches refused because
+	// the probe's watch map was full; untimed is the probe's count of
+	// watched syscalls its in-flight map had no room for.
+	pidsOverflow, cgroupsOverflow int
+	untimed                       uint64
 }
 
 func newSyscallSource(cfg *Config, bpfErr error) *syscallSource {
@@ -57,6 +64,9 @@ func (s *syscallSource) watchPID(pid int) error {
 		return fmt.Errorf("watching pid %d: out of range", pid)
 	}
 	if err := s.probe.WatchPID(uint32(pid)); err != nil {
+		if errors.Is(err, bpf.ErrSyscallWatchFull) {
+			s.pidsOverflow++
+		}
 		return err
 	}
 	s.watched++
@@ -73,7 +83,10 @@ func (s *syscallSource) watchCgroup(path string) error {
 		return err
 	}
 	if err := s.probe.WatchCgroup(id); err != nil {
-		return err
+		if errors.Is(err, bpf.ErrSyscallWatchFull) {
+			s.cgroupsOverflow++
+		}
+		return fmt.Errorf("watching cgroup %s for syscalls: %w", path, err)
 	}
 	s.watched++
 	s.setSource()
@@ -87,11 +100,15 @@ func (s *syscallSource) sample(now time.Time) {
 	if err := s.probe.Read(&s.cum); err == nil {
 		s.win.Push(now, &s.cum)
 	}
+	if n, err := s.probe.Untimed(); err == nil {
+		s.untimed = n
+	}
 }
 
 func (s *syscallSource) fill(out *SyscallSignal) {
 	out.Source = s.src
 	out.Watched = s.watched
+	out.PIDsOverflow, out.CgroupsOverflow, out.Untimed = s.pidsOverflow, s.cgroupsOverflow, s.untimed
 	if s.probe == nil || s.watched == 0 {
 		out.Latency = unknownLatency
 		return

@@ -23,6 +23,7 @@ func runBenchSoak(args []string) error {
 	fs.DurationVar(&cfg.Warmup, "warmup", time.Minute, "time before the start samples are taken")
 	fs.IntVar(&cfg.Rate, "rate", 5000, "decided tasks a second, over all deciders")
 	fs.IntVar(&cfg.Clients, "clients", 16, "decider connections")
+	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 64, "decide calls a decider keeps unanswered at most (the load is open loop: calls go on a schedule; one due past this is not sent, and counted)")
 	fs.IntVar(&cfg.Batch, "batch", 1, "tasks per decide call")
 	fs.IntVar(&cfg.Subscribers, "subscribers", 8, "node-state subscribers, half of them on QUIC datagrams")
 	fs.IntVar(&cfg.Churn, "churn", 50, "connections a second made and closed by the churning client")

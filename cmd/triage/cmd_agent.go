@@ -17,6 +17,7 @@ import (
 	"github.com/triage-agent/triage/flamegraph"
 	"github.com/triage-agent/triage/policy/control"
 	"github.com/triage-agent/triage/policy/guard"
+	"github.com/triage-agent/triage/wire"
 )
 
 func init() {
@@ -51,6 +52,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.StringVar(&podIP, "pod-ip", "", "the pod's address, added to the self-signed certificate's names (the DaemonSet sets TRIAGE_POD_IP from status.podIP)")
 	fs.StringVar(&sans, "tls-san", "", "more names or addresses for the self-signed certificate, comma-separated")
 	fs.BoolVar(&cfg.InsecureListenAny, "insecure-listen-any", false, "allow a non-loopback --quic-addr without client authentication")
+	limits := connLimitFlags(fs, cfg)
 	fs.StringVar(&cfg.ExperienceDir, "experience-dir", "", `experience log directory ("" = `+agent.DefaultStateDir+`/experience when writable, "-" = off)`)
 	fs.StringVar(&expSeg, "experience-segment-bytes", "16MiB", "rotate experience segments at this size")
 	fs.StringVar(&expTotal, "experience-max-bytes", "256MiB", "cap on the experience directory; the oldest segment goes first")
@@ -68,6 +70,8 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.DurationVar(&cfg.TaskTimeout, "task-timeout", agent.DefaultTaskTimeout, "stop tracking a decided task whose outcome has not come after this long")
 	fs.IntVar(&cfg.MaxPending, "max-pending", agent.DefaultMaxPending, "most decided tasks tracked at once (the oldest is timed out early beyond it)")
 	fs.DurationVar(&cfg.StateInterval, "state-interval", agent.DefaultStateInterval, "how often the node state is refreshed")
+	fs.DurationVar(&cfg.TableInterval, "table-interval", agent.DefaultTableInterval, "how often a decision table that clients subscribe to is brought up to date (0 = the default)")
+	fs.IntVar(&cfg.TableMaxCells, "table-max-cells", agent.DefaultTableMaxCells, fmt.Sprintf("most cells of a decision table; the classes asked about least stay out (0 = the default; at most %d)", wire.MaxTableCells))
 	fs.StringVar(&cfg.Guard, "guard", agent.DefaultGuard, "controller that decides the tasks the model is unsure of ("+strings.Join(control.GuardNames, ", ")+"), or none")
 	fs.Float64Var(&minAgreement, "guard-min-agreement", guard.DefaultMinAgreement, "share of the model's ensemble members that must choose its priority, else the guard decides (0: never guard on agreement)")
 	fs.BoolVar(&guardRange, "guard-out-of-range", true, "the guard decides tasks whose state lies outside the feature ranges of the model's training")
@@ -77,6 +81,15 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.StringVar(&logFormat, "log-format", "text", "text (key=value) or json (one object a line)")
 	addConfigFlag(fs)
 	finish := func() error {
+		if err := limits.check(); err != nil {
+			return err
+		}
+		if cfg.TableInterval < 0 {
+			return fmt.Errorf("--table-interval %v: want 0 (the default, %v) or more", cfg.TableInterval, agent.DefaultTableInterval)
+		}
+		if cfg.TableMaxCells < 0 || cfg.TableMaxCells > wire.MaxTableCells {
+			return fmt.Errorf("--table-max-cells %d: want 0 (the default, %d) to %d, the most cells a client accepts", cfg.TableMaxCells, agent.DefaultTableMaxCells, wire.MaxTableCells)
+		}
 		cfg.Tokens = splitList(tokens)
 		switch tcpAddr {
 		case tcpAddrAuto:

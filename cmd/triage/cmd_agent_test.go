@@ -24,7 +24,8 @@ func TestAgentHelpDocumentsEveryFlag(t *testing.T) {
 	for _, name := range []string{"quic-addr", "admin-addr", "model", "device", "onnxruntime-lib", "config", "client-ca", "token",
 		"tls-cert", "tls-key", "insecure-listen-any", "experience-dir", "flamegraph-dir", "flamegraph-interval", "shadow-model",
 		"batch-window", "workers", "task-timeout", "no-ebpf", "node-name", "tcp-addr", "token-file", "admin-tls", "admin-auth-all",
-		"node-ip", "pod-ip", "tls-san", "log-format", "guard", "guard-min-agreement", "guard-out-of-range"} {
+		"node-ip", "pod-ip", "tls-san", "log-format", "guard", "guard-min-agreement", "guard-out-of-range",
+		"max-conns", "max-conns-per-addr", "max-new-conns-per-addr", "max-streams-per-conn", "table-interval", "table-max-cells"} {
 		if !strings.Contains(help, "--"+name+" ") && !strings.Contains(help, "--"+name+"\n") {
 			t.Errorf("help lacks --%s", name)
 		}
@@ -202,6 +203,47 @@ func TestAgentGuardFlags(t *testing.T) {
 		}
 		if cfg.Guard != c.guard || cfg.GuardMinAgreement != c.agreement || cfg.GuardIgnoreRange != c.ignoreRange {
 			t.Errorf("%v: guard %q agreement %v ignore range %v, want %q %v %v", c.args, cfg.Guard, cfg.GuardMinAgreement, cfg.GuardIgnoreRange, c.guard, c.agreement, c.ignoreRange)
+		}
+	}
+}
+
+// The chart's values show optional agent settings as commented-out keys
+// of its config (workers, the connection limits): each one, uncommented,
+// must be a config `triage agent` accepts, so that an operator who
+// uncomments it does not stop the agent on every node.
+func TestChartCommentedConfigKeysAreAgentFlags(t *testing.T) {
+	values, err := os.ReadFile("../../deploy/helm/triage/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var examples []string
+	inConfig := false
+	for _, line := range strings.Split(string(values), "\n") {
+		switch {
+		case line == "config:":
+			inConfig = true
+			continue
+		case line != "" && !strings.HasPrefix(line, " "):
+			inConfig = false
+		}
+		// "  # workers: 8": a key and a value, not prose.
+		body, ok := strings.CutPrefix(line, "  # ")
+		if key, value, kv := strings.Cut(body, ": "); inConfig && ok && kv && value != "" && !strings.ContainsAny(key, " .") {
+			examples = append(examples, body)
+		}
+	}
+	if len(examples) < 5 {
+		t.Fatalf("found %d commented-out config examples in values.yaml (%q), want workers and the four connection limits", len(examples), examples)
+	}
+	for _, ex := range examples {
+		var cfg agent.Config
+		fs, finish := agentFlags(&cfg)
+		err := parseFlagsFrom(fs, []string{"--config", "agent.yaml"}, envOf(nil), filesOf(map[string]string{"agent.yaml": ex + "\n"}))
+		if err == nil {
+			err = finish()
+		}
+		if err != nil {
+			t.Errorf("values.yaml example %q: %v", ex, err)
 		}
 	}
 }

@@ -20,6 +20,8 @@ func (r *Result) goals() []struct {
 		{"descriptors back to their start", r.FDsEnd <= r.FDsStart},
 		{"no lost records", r.LostRecords == 0},
 		{"no decide errors", r.DecideErrors == 0},
+		// The load: the asked rate decided, not only offered.
+		{fmt.Sprintf("%d decisions a second (99%% of them)", r.Detail.Rate), r.DecisionsPerS >= 0.99*float64(r.Detail.Rate)},
 	}
 }
 
@@ -28,7 +30,9 @@ func (r *Result) goals() []struct {
 func (r *Result) WriteReport(w io.Writer) {
 	d := &r.Detail
 	fmt.Fprintf(w, "\n%.0f s: %d decisions (%.0f/s), %d decide errors, %d outcomes acknowledged (%d reports failed), %d experience records (%d of tasks timed out), %d lost\n",
-		r.DurationS, r.Decisions, float64(r.Decisions)/max(r.DurationS, 1), r.DecideErrors, r.Outcomes, d.OutcomeErrors, r.ExperienceRecords, d.TimedOutRecords, r.LostRecords)
+		r.DurationS, r.Decisions, r.DecisionsPerS, r.DecideErrors, r.Outcomes, d.OutcomeErrors, r.ExperienceRecords, d.TimedOutRecords, r.LostRecords)
+	fmt.Fprintf(w, "rate: %d tasks/s asked, %.0f/s offered (%d tasks sent, %d not sent: %d calls per client unanswered), %.0f decisions/s achieved\n",
+		d.Rate, r.OfferedPerS, d.Sent, d.Unsent, d.MaxInFlight, r.DecisionsPerS)
 	fmt.Fprintf(w, "decide round trip after the warm-up: p50 %.0f µs, p99 %.0f µs\n", d.P50Us, r.P99Us)
 	fmt.Fprintf(w, "| | after the warm-up (%v) | end |\n| --- | ---: | ---: |\n", d.Warmup)
 	fmt.Fprintf(w, "| RSS (MiB) | %.1f | %.1f (%+.1f%%, peak %.1f) |\n", r.RSSMiBStart, r.RSSMiBEnd, r.RSSGrowthPct, d.RSSMiBPeak)

@@ -5,9 +5,10 @@
 //
 // The load, all over loopback from this process:
 //
-//   - deciders: Clients connections deciding Rate tasks a second in all
-//     (remote decide calls, the agent's own path), each reporting an
-//     outcome for every decision;
+//   - deciders: Clients connections offering Rate tasks a second in all,
+//     open loop (calls sent on a schedule, up to MaxInFlight per client
+//     unanswered; deciders.go), remote decide calls (the agent's own
+//     path), each reporting an outcome for every decision;
 //   - subscribers: half on streams, half on QUIC datagrams;
 //   - churn: a client that connects, says Hello and disconnects Churn
 //     times a second;
@@ -42,6 +43,7 @@ type Config struct {
 	Warmup        time.Duration // before the start samples; default 1m
 	Rate          int           // decided tasks a second over all deciders; default 5000
 	Clients       int           // decider connections; default 16
+	MaxInFlight   int           // decide calls sent and not yet answered, per client; default 64
 	Batch         int           // tasks per decide call; default 1
 	OutcomeBatch  int           // decisions whose outcomes go in one report; default 8
 	Subscribers   int           // node-state subscribers, half on datagrams; default 8
@@ -73,6 +75,12 @@ type Result struct {
 	FDsStart          int     `json:"fds_start"`
 	FDsEnd            int     `json:"fds_end"`
 	P99Us             float64 `json:"p99_us"`
+	// OfferedPerS is the tasks sent a second (the schedule's Rate, less
+	// what it could not send with MaxInFlight calls unanswered);
+	// DecisionsPerS the decisions answered a second. Both over the whole
+	// run.
+	OfferedPerS   float64 `json:"offered_per_s"`
+	DecisionsPerS float64 `json:"decisions_per_s"`
 
 	Detail Detail `json:"-"`
 }
@@ -80,6 +88,8 @@ type Result struct {
 // Detail is what the human report adds to the JSON figures.
 type Detail struct {
 	Warmup                       time.Duration
+	Rate, MaxInFlight            int
+	Sent, Unsent                 int64 // tasks sent; tasks the schedule asked for while MaxInFlight calls were unanswered
 	P50Us                        float64
 	HeapMiBStart, HeapMiBEnd     float64
 	RSSMiBPeak                   float64
@@ -120,6 +130,7 @@ func (c *Config) defaults() error {
 	}
 	def(&c.Rate, 5000)
 	def(&c.Clients, 16)
+	def(&c.MaxInFlight, 64)
 	def(&c.Batch, 1)
 	def(&c.OutcomeBatch, 8)
 	def(&c.Subscribers, 8)
@@ -136,6 +147,8 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("%w: a run of %v leaves nothing after a warm-up of %v", ErrBadConfig, c.Duration, c.Warmup)
 	case c.Clients > 256 || c.Subscribers > 256:
 		return fmt.Errorf("%w: at most 256 deciders and 256 subscribers", ErrBadConfig)
+	case c.MaxInFlight > 4096:
+		return fmt.Errorf("%w: %d calls in flight per client, at most 4096", ErrBadConfig, c.MaxInFlight)
 	case c.Batch > 1024:
 		return fmt.Errorf("%w: batch %d, at most 1024 (the agent's limit)", ErrBadConfig, c.Batch)
 	case c.Rate < c.Clients:
@@ -195,8 +208,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	run(func(ctx context.Context) { bad.run(ctx, ap, cfg.MalformedRate) })
 	run(func(ctx context.Context) { rl.run(ctx, cfg.ReloadEvery) })
 	samples := sampleUntil(runCtx, ap, start, cfg, func(s Sample) string {
-		return fmt.Sprintf("%4.0fs  decisions %d (errors %d)  outcomes %d  RSS %.1f MiB  heap %.1f MiB  goroutines %d  fds %d",
-			s.At.Seconds(), ds.decisions.Load(), ds.errors.Load(), ds.acked.Load(), s.RSSMiB, s.HeapMiB, s.Goroutines, s.FDs)
+		return fmt.Sprintf("%4.0fs  sent %d (not sent %d)  decisions %d (errors %d)  outcomes %d  RSS %.1f MiB  heap %.1f MiB  goroutines %d  fds %d",
+			s.At.Seconds(), ds.sent.Load(), ds.unsent.Load(), ds.decisions.Load(), ds.errors.Load(), ds.acked.Load(), s.RSSMiB, s.HeapMiB, s.Goroutines, s.FDs)
 	})
 	ds.wait()
 	wg.Wait()
@@ -211,10 +224,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	m := ap.Scrape()
 	res := &Result{
 		DurationS: elapsed.Seconds(), Decisions: ds.decisions.Load(), DecideErrors: ds.errors.Load(), Outcomes: ds.acked.Load(),
-		P99Us: lat.quantileUs(0.99),
+		P99Us:       lat.quantileUs(0.99),
+		OfferedPerS: float64(ds.sent.Load()) / elapsed.Seconds(), DecisionsPerS: float64(ds.decisions.Load()) / elapsed.Seconds(),
 	}
 	d := &res.Detail
 	d.Warmup, d.P50Us, d.Samples = cfg.Warmup, lat.quantileUs(0.5), samples
+	d.Rate, d.MaxInFlight, d.Sent, d.Unsent = cfg.Rate, cfg.MaxInFlight, ds.sent.Load(), ds.unsent.Load()
 	d.OutcomeErrors = ds.outcomeErrors.Load()
 	d.Snapshots = subs.snapshots.Load()
 	d.ChurnConnects, d.ChurnFailures = churn.connects.Load(), churn.failures.Load()

@@ -12,14 +12,16 @@ import (
 	"github.com/triage-agent/triage/internal/bench/measure"
 )
 
-// The JSON line has exactly the keys, in its order.
+// The JSON line has exactly the keys, in its order, then the
+// offered and achieved rates.
 func TestResultJSONKeys(t *testing.T) {
 	b, err := (&Result{DurationS: 1.5, P99Us: 10}).JSON()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"duration_s", "decisions", "decide_errors", "outcomes", "experience_records", "lost_records",
-		"rss_mib_start", "rss_mib_end", "rss_growth_pct", "goroutines_start", "goroutines_end", "fds_start", "fds_end", "p99_us"}
+		"rss_mib_start", "rss_mib_end", "rss_growth_pct", "goroutines_start", "goroutines_end", "fds_start", "fds_end", "p99_us",
+		"offered_per_s", "decisions_per_s"}
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	var got []string
 	if _, err := dec.Token(); err != nil {
