@@ -155,6 +155,11 @@ type Config struct {
 	// GuardIgnoreRange keeps the model's decision for a state outside the
 	// feature ranges of its training (by default the guard decides those).
 	GuardIgnoreRange bool
+	// GuardKeepUrgentMs: a task whose SLA is under it is never sent to the
+	// background by the model while the guard's controller admits it
+	// (guard.Config.KeepUrgentMs). 0 means guard.DefaultKeepUrgentMs; a
+	// negative value turns the rule off.
+	GuardKeepUrgentMs float64
 
 	// NoEBPF turns every eBPF probe off: the node signals come from procfs
 	// alone (as on a kernel without BTF or without the capabilities).
@@ -251,6 +256,14 @@ func (c Config) withDefaults() (Config, error) {
 		c.GuardMinAgreement = 0 // never below: agreement is a share, at least 0
 	case c.GuardMinAgreement > 1 || math.IsNaN(c.GuardMinAgreement):
 		return c, fmt.Errorf("%w: guard minimum agreement %v: want a share in (0, 1], or a negative value to never guard on agreement", ErrBadConfig, c.GuardMinAgreement)
+	}
+	switch {
+	case c.GuardKeepUrgentMs == 0:
+		c.GuardKeepUrgentMs = guard.DefaultKeepUrgentMs
+	case c.GuardKeepUrgentMs < 0:
+		c.GuardKeepUrgentMs = 0 // the guard's off
+	case math.IsNaN(c.GuardKeepUrgentMs) || math.IsInf(c.GuardKeepUrgentMs, 0):
+		return c, fmt.Errorf("%w: guard urgent threshold %v ms: want a finite SLA, or a negative value for none", ErrBadConfig, c.GuardKeepUrgentMs)
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return c, fmt.Errorf("%w: --tls-cert and --tls-key go together", ErrBadConfig)

@@ -22,7 +22,8 @@ func newGuard(cfg Config) (*guard.Guard, error) {
 	if cfg.Guard == GuardNone {
 		return nil, nil
 	}
-	return guard.Named(cfg.Guard, guard.Config{MinAgreement: float32(cfg.GuardMinAgreement), OutOfRange: !cfg.GuardIgnoreRange})
+	return guard.Named(cfg.Guard, guard.Config{MinAgreement: float32(cfg.GuardMinAgreement), OutOfRange: !cfg.GuardIgnoreRange,
+		KeepUrgentMs: cfg.GuardKeepUrgentMs})
 }
 
 // clockMs is t on the controllers' clock.

@@ -160,9 +160,41 @@ func TestGuardConfig(t *testing.T) {
 			t.Errorf("%+v: guard %q agreement %v (%v), want %q and %v", c.in, got.Guard, got.GuardMinAgreement, err, c.guard, c.agreement)
 		}
 	}
-	for _, bad := range []Config{{Guard: "pid"}, {GuardMinAgreement: 1.5}, {GuardMinAgreement: math.NaN()}} {
+	for in, want := range map[float64]float64{0: guard.DefaultKeepUrgentMs, 30: 30, -1: 0} {
+		if got, err := (Config{GuardKeepUrgentMs: in}).withDefaults(); err != nil || got.GuardKeepUrgentMs != want {
+			t.Errorf("GuardKeepUrgentMs %v: %v (%v), want %v", in, got.GuardKeepUrgentMs, err, want)
+		}
+	}
+	for _, bad := range []Config{{Guard: "pid"}, {GuardMinAgreement: 1.5}, {GuardMinAgreement: math.NaN()}, {GuardKeepUrgentMs: math.Inf(1)}, {GuardKeepUrgentMs: math.NaN()}} {
 		if _, err := bad.withDefaults(); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("%+v: %v, want ErrBadConfig", bad, err)
 		}
+	}
+}
+
+// A model sure that everything belongs in the background: the guard keeps
+// urgent work (SLA under --guard-keep-urgent-ms) at its controller's level,
+// counts it, and publishes the same in the decision table; with the rule
+// off, the model's 0 stands.
+func TestGuardKeepsUrgentWorkOutOfTheBackground(t *testing.T) {
+	model := filepath.Join(t.TempDir(), "model.onnx")
+	writeModel(t, model, alwaysMLP(0), "always-0")
+	on := localAgent(t, Config{ModelPath: model})
+	cl := localClient(t, on, client.Config{})
+	if p := decideOne(t, cl, urgentTask(1)); p != 4 {
+		t.Fatalf("urgent task: priority %d, want the controller's 4", p)
+	}
+	if got := on.metric(t, `triage_guard_decisions_total{reason="kept_urgent"}`); got != 1 {
+		t.Fatalf("kept_urgent counted %v, want 1", got)
+	}
+	if p := decideOne(t, cl, batchTask(2)); p != 0 {
+		t.Fatalf("a 2 s task: priority %d, want the model's 0", p)
+	}
+	if l := untilLocal(t, cl, urgentTask(3)); l != 4 {
+		t.Fatalf("the table's level for urgent work: %d, want 4", l)
+	}
+	off := localAgent(t, Config{ModelPath: model, GuardKeepUrgentMs: -1})
+	if p := decideOne(t, localClient(t, off, client.Config{}), urgentTask(4)); p != 0 {
+		t.Fatalf("rule off: priority %d, want the model's 0", p)
 	}
 }

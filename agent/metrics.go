@@ -46,8 +46,8 @@ func newMetrics(a *Agent) *metrics {
 		m.decisions[p] = decisions.WithLabelValues(strconv.Itoa(p))
 	}
 	guarded := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "triage_guard_decisions_total",
-		Help: "Decisions the guard's controller made instead of the model, by reason (disagree: the model's ensemble members split; out_of_range: a state outside the model's training)."}, []string{"reason"})
-	for _, r := range []guard.Reason{guard.Disagree, guard.OutOfRange} {
+		Help: "Decisions the guard's controller made instead of the model, by reason (disagree: the model's ensemble members split; out_of_range: a state outside the model's training; kept_urgent: the model sent urgent work the controller admits to the background)."}, []string{"reason"})
+	for r := guard.Network + 1; r < guard.NumReasons; r++ {
 		m.guarded[r] = guarded.WithLabelValues(r.String())
 	}
 	m.decideLatency = prometheus.NewHistogram(prometheus.HistogramOpts{

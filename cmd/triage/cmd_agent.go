@@ -33,6 +33,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	var logLevel, logFormat string
 	var minAgreement float64
 	var guardRange bool
+	var keepUrgent float64
 	fs.StringVar(&cfg.QUICAddr, "quic-addr", "", `UDP address of the QUIC endpoint ("" = 127.0.0.1:4433, or :4433 with client authentication)`)
 	fs.StringVar(&tcpAddr, "tcp-addr", tcpAddrAuto, `TCP address of gRPC and JSON over HTTP/1.1 and HTTP/2 ("`+tcpAddrAuto+`" = the --quic-addr host and port number; "" = no TCP listener)`)
 	fs.StringVar(&cfg.AdminAddr, "admin-addr", agent.DefaultAdminAddr, "TCP address of the admin HTTP server (/metrics /healthz /readyz /flamegraphs)")
@@ -75,6 +76,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.StringVar(&cfg.Guard, "guard", agent.DefaultGuard, "controller that decides the tasks the model is unsure of ("+strings.Join(control.GuardNames, ", ")+"), or none")
 	fs.Float64Var(&minAgreement, "guard-min-agreement", guard.DefaultMinAgreement, "share of the model's ensemble members that must choose its priority, else the guard decides (0: never guard on agreement)")
 	fs.BoolVar(&guardRange, "guard-out-of-range", true, "the guard decides tasks whose state lies outside the feature ranges of the model's training")
+	fs.Float64Var(&keepUrgent, "guard-keep-urgent-ms", guard.DefaultKeepUrgentMs, "the model never sends to the background a task whose SLA is under this while the guard's controller admits it (0: off)")
 	fs.BoolVar(&cfg.NoEBPF, "no-ebpf", false, "use no eBPF probe: node signals from procfs only")
 	fs.BoolVar(&cfg.ProbeCPUStats, "probe-cpu-stats", false, "measure the probes' in-kernel CPU time (triage_probe_cpu_seconds_total); costs two clock reads per BPF program run")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
@@ -117,6 +119,10 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 			cfg.GuardMinAgreement = -1
 		}
 		cfg.GuardIgnoreRange = !guardRange
+		cfg.GuardKeepUrgentMs = keepUrgent
+		if keepUrgent == 0 {
+			cfg.GuardKeepUrgentMs = -1
+		}
 		cfg.FlamegraphMaxBytes = fgMax
 		cfg.Logger, err = newLogger(os.Stderr, logLevel, logFormat)
 		return err

@@ -9,6 +9,7 @@ package guard
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/triage-agent/triage/policy"
@@ -28,11 +29,15 @@ const (
 	// When a decision is both out of range and disputed, this is the
 	// reason: the members' agreement means little where none was trained.
 	OutOfRange
+	// KeptUrgent: the network, sure of itself, put in the background
+	// (priority 0) an urgent task (Config.KeepUrgentMs) the controller
+	// admits; the controller's level stands.
+	KeptUrgent
 	// NumReasons counts the reasons, for arrays indexed by Reason.
 	NumReasons
 )
 
-var reasonNames = [NumReasons]string{Network: "network", Disagree: "disagree", OutOfRange: "out_of_range"}
+var reasonNames = [NumReasons]string{Network: "network", Disagree: "disagree", OutOfRange: "out_of_range", KeptUrgent: "kept_urgent"}
 
 // String is the reason as metrics label it.
 func (r Reason) String() string {
@@ -63,11 +68,38 @@ type Config struct {
 	// OutOfRange: a decision whose state lies outside the model's feature
 	// ranges is the controller's.
 	OutOfRange bool
+	// KeepUrgentMs: the network may not send to the background (priority
+	// 0) a task whose SLA is under KeepUrgentMs while the controller admits
+	// it (any level above 0); the controller's level stands. Between those
+	// levels the simulator often cannot tell them apart for short work (on
+	// a short queue a background task starts at once too), so the
+	// network's choice there can rest on little, and on a contended node
+	// its kernel features once tipped it to the background for a 20 ms task
+	// (cmd/triage.TestDecideKeepsUrgentWorkOutOfTheBackgroundOnAContendedNode).
+	// A controller that sheds the task itself still may. 0: off.
+	KeepUrgentMs float64
 }
 
+// DefaultKeepUrgentMs is reserve-rule's threshold of urgent work
+// (control.DefaultReserve): the tasks no rule of the project ever sends to
+// the background.
+const DefaultKeepUrgentMs = 50
+
 // DefaultConfig is the agent's default: DefaultMinAgreement, out-of-range
-// states guarded.
-func DefaultConfig() Config { return Config{MinAgreement: DefaultMinAgreement, OutOfRange: true} }
+// states guarded, urgent work under DefaultKeepUrgentMs kept out of the
+// background.
+func DefaultConfig() Config {
+	return Config{MinAgreement: DefaultMinAgreement, OutOfRange: true, KeepUrgentMs: DefaultKeepUrgentMs}
+}
+
+// keepsUrgent says whether the network's sure decision d on t yields to
+// the controller's level for it.
+func (g *Guard) keepsUrgent(t *control.Task, d *policy.Decision, controllerLevel int) bool {
+	return d.Priority == 0 && controllerLevel > 0 && g.urgent(t)
+}
+
+// urgent says whether t is urgent work that KeepUrgentMs protects.
+func (g *Guard) urgent(t *control.Task) bool { return t.SLAMs < g.cfg.KeepUrgentMs }
 
 // ErrBadConfig reports a guard that cannot be built.
 var ErrBadConfig = errors.New("guard: bad config")
@@ -90,6 +122,9 @@ func New(c control.Controller, cfg Config) (*Guard, error) {
 	}
 	if !(cfg.MinAgreement >= 0 && cfg.MinAgreement <= 1) {
 		return nil, fmt.Errorf("%w: minimum agreement %v, want a share in [0, 1]", ErrBadConfig, cfg.MinAgreement)
+	}
+	if !(cfg.KeepUrgentMs >= 0) || math.IsInf(cfg.KeepUrgentMs, 0) {
+		return nil, fmt.Errorf("%w: urgent work under %v ms, want 0 (off) or a finite SLA", ErrBadConfig, cfg.KeepUrgentMs)
 	}
 	return &Guard{cfg: cfg, c: c}, nil
 }
@@ -122,13 +157,17 @@ func (g *Guard) Unsure(d *policy.Decision) Reason {
 }
 
 // Decide is the level and key of task t, given the network's decision d:
-// the network's priority with the deadline as key when it is sure, the
-// controller's level and key otherwise, and the reason.
+// the network's priority with the deadline as key when it is sure (unless
+// KeepUrgent holds it back), the controller's level and key otherwise, and
+// the reason.
 func (g *Guard) Decide(t *control.Task, d *policy.Decision) (level int, key float64, why Reason) {
 	g.mu.Lock()
 	level, key = g.c.Decide(t)
 	g.mu.Unlock()
 	if why = g.Unsure(d); why == Network {
+		if g.keepsUrgent(t, d, level) {
+			return level, key, KeptUrgent
+		}
 		return d.Priority, t.DeadlineMs(), Network
 	}
 	return level, key, why

@@ -142,9 +142,55 @@ func TestGuardRefusesBadConfig(t *testing.T) {
 }
 
 func TestReasonNames(t *testing.T) {
-	for r, want := range map[Reason]string{Network: "network", Disagree: "disagree", OutOfRange: "out_of_range", NumReasons: "reason(3)"} {
+	for r, want := range map[Reason]string{Network: "network", Disagree: "disagree", OutOfRange: "out_of_range", KeptUrgent: "kept_urgent", NumReasons: "reason(4)"} {
 		if r.String() != want {
 			t.Errorf("%d: %q, want %q", r, r.String(), want)
+		}
+	}
+}
+
+// The network, sure of itself, may not send to the background an urgent
+// task the controller admits; a task above KeepUrgentMs, or any task when
+// it is off, keeps the network's 0. Preview answers the same.
+func TestGuardKeepsUrgentWorkOutOfTheBackground(t *testing.T) {
+	background := policy.Decision{Priority: 0, Agreement: 1}
+	urgent := func(at float64) *control.Task { return &control.Task{ArrivalMs: at, SLAMs: 20, ExpectedMs: 2} }
+	noKeep := DefaultConfig()
+	noKeep.KeepUrgentMs = 0
+	for _, c := range []struct {
+		name      string
+		cfg       Config
+		want      Reason
+		wantLevel int
+	}{
+		{"kept", DefaultConfig(), KeptUrgent, 4},
+		{"off", noKeep, Network, 0},
+		{"not urgent enough", Config{MinAgreement: 0.6, KeepUrgentMs: 20}, Network, 0},
+	} {
+		g, err := New(tightGradient2(), c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		level, why, ok := g.Preview(urgent(50), &background)
+		if !ok || why != c.want || level != c.wantLevel {
+			t.Errorf("%s: preview level %d reason %s ok %v, want level %d reason %s", c.name, level, why, ok, c.wantLevel, c.want)
+		}
+		level, _, why = g.Decide(urgent(50), &background)
+		if why != c.want || level != c.wantLevel {
+			t.Errorf("%s: level %d reason %s, want level %d reason %s", c.name, level, why, c.wantLevel, c.want)
+		}
+	}
+	// A sure decision above 0 is the network's whatever the controller says.
+	g, _ := New(tightGradient2(), DefaultConfig())
+	if level, _, why := g.Decide(urgent(0), &policy.Decision{Priority: 1, Agreement: 1}); why != Network || level != 1 {
+		t.Errorf("priority 1: level %d reason %s", level, why)
+	}
+}
+
+func TestGuardRefusesABadUrgentThreshold(t *testing.T) {
+	for _, ms := range []float64{-1, math.NaN(), math.Inf(1)} {
+		if _, err := New(tightGradient2(), Config{KeepUrgentMs: ms}); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("KeepUrgentMs %v: %v, want ErrBadConfig", ms, err)
 		}
 	}
 }

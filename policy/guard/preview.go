@@ -18,15 +18,23 @@ func (g *Guard) CanPreview() bool {
 // when the controller cannot preview (CanPreview); the network's own
 // priority is then returned only where it is sure.
 func (g *Guard) Preview(t *control.Task, d *policy.Decision) (level int, why Reason, ok bool) {
-	if why = g.Unsure(d); why == Network {
+	why = g.Unsure(d)
+	sure := why == Network
+	if sure && !(d.Priority == 0 && g.urgent(t)) {
 		return d.Priority, Network, true
 	}
 	p, can := g.c.(control.Previewer)
 	if !can {
-		return 0, why, false
+		return d.Priority, why, sure
 	}
 	g.mu.Lock()
 	level, _ = p.Preview(t)
 	g.mu.Unlock()
+	if sure {
+		if g.keepsUrgent(t, d, level) {
+			return level, KeptUrgent, true
+		}
+		return d.Priority, Network, true
+	}
 	return level, why, true
 }
