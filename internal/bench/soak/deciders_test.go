@@ -37,7 +37,7 @@ func startSlowEndpoint(t *testing.T, delay time.Duration) *agentProc {
 	}
 	go s.Serve()
 	t.Cleanup(func() { s.Close() })
-	return &agentProc{quicAddr: s.Addr().String(), fingerprint: s.Fingerprint()}
+	return &agentProc{QUICAddr: s.Addr().String(), Fingerprint: s.Fingerprint()}
 }
 
 // runDeciders runs the deciders of cfg for d and returns them and the
