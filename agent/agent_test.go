@@ -355,7 +355,9 @@ func TestShadowThenPromote(t *testing.T) {
 	writeModel(t, cand, alwaysMLP(4), "candidate-1")
 	serving := filepath.Join(dir, "serving.onnx")
 	writeModel(t, serving, alwaysMLP(0), "serving-1")
-	ta := startAgent(t, Config{ModelPath: serving, ShadowModelPath: cand, NoEBPF: true})
+	// The guard's urgent rule off: it would lift the serving model's 0 for
+	// the urgent tasks, and what is served must be the serving model's.
+	ta := startAgent(t, Config{ModelPath: serving, ShadowModelPath: cand, NoEBPF: true, GuardKeepUrgentMs: -1})
 	cl := ta.dial(t)
 	for i := 0; i < 5; i++ {
 		resp, err := cl.Decide(context.Background(), tasks(20*i, 20))
