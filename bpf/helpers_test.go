@@ -207,3 +207,15 @@ func drainOnCPU(t testing.TB, p *Profiler) uint64 {
 	}
 	return n
 }
+
+// openSyscalls opens the syscall probe with opts, closed when the test
+// (or subtest) ends.
+func openSyscalls(t *testing.T, opts SyscallsOptions) *Syscalls {
+	t.Helper()
+	s, err := OpenSyscalls(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}

@@ -29,11 +29,7 @@ func TestSyscallWatchMapsFull(t *testing.T) {
 		}
 	}
 	requireBPF(t)
-	s, err := OpenSyscalls(SyscallsOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSyscalls(t, SyscallsOptions{})
 	// Cgroup ids need not name live cgroups: the map is keyed by number.
 	for id := uint64(1); id <= MaxSyscallWatchedCgroups; id++ {
 		if err := s.WatchCgroup(notATask + id); err != nil {
@@ -69,11 +65,7 @@ func TestSyscallWatchMapsFull(t *testing.T) {
 // are timed again and the count stops.
 func TestSyscallsUntimedWhenInFlightMapFull(t *testing.T) {
 	requireBPF(t)
-	s, err := OpenSyscalls(SyscallsOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSyscalls(t, SyscallsOptions{})
 	start := s.p.mapNamed("syscalls_start")
 	for tid := uint32(0); tid < MaxSyscallsInFlight; tid++ {
 		if err := start.Put(notATask+tid, uint64(1)); err != nil {
@@ -140,11 +132,7 @@ func TestSyscallsExitedThreadsLeaveNoStamp(t *testing.T) {
 	requireBPF(t)
 	for _, tier := range allTiers {
 		t.Run(tier.String(), func(t *testing.T) {
-			s, err := OpenSyscalls(SyscallsOptions{Tier: tier})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := openSyscalls(t, SyscallsOptions{Tier: tier})
 			if err := s.WatchAll(true); err != nil {
 				t.Fatal(err)
 			}

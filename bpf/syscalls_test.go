@@ -9,11 +9,7 @@ func TestSyscallsWatchedPidNanosleep(t *testing.T) {
 	requireBPF(t)
 	for _, tier := range allTiers {
 		t.Run(tier.String(), func(t *testing.T) {
-			s, err := OpenSyscalls(SyscallsOptions{Tier: tier})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := openSyscalls(t, SyscallsOptions{Tier: tier})
 			var h0 Hist
 			if err := s.Read(&h0); err != nil {
 				t.Fatal(err)
