@@ -155,7 +155,7 @@ func runEval(args []string) error {
 // its guard as the agent serves it; dqn-unguarded, the network alone (when
 // there is a guard); dqn-ablated, the guarded model blind to the kernel.
 // The guarded policy is returned for its counts.
-func modelRows(sess *policy.Session, guardName string, cfg guard.Config, ablate bool) ([]train.Policy, *train.GuardedPolicy, error) {
+func modelRows(sess policy.Decider, guardName string, cfg guard.Config, ablate bool) ([]train.Policy, *train.GuardedPolicy, error) {
 	if guardName == "none" {
 		rows := []train.Policy{&train.DeciderPolicy{Label: "dqn", Decider: sess}}
 		if ablate {

@@ -16,7 +16,7 @@ import (
 // marked: less is within the simulator's own noise.
 const outsideTolerance = 0.05
 
-// writeStateComparison runs sc once more under the guarded model (seed:
+// writeStateComparison runs sc once more as the dqn row (seed:
 // the arrivals), recording the states it decides on, and writes each
 // feature's spread there beside its spread in the agent's experience log
 // dir (docs/calibration.md, "Simulator against real execution"): where a
@@ -34,15 +34,11 @@ func writeStateComparison(w io.Writer, dir string, sc *train.Scenario, seed int6
 		return fmt.Errorf("--states-from %s: no experience records", dir)
 	}
 	rec := &train.RecordingDecider{Decider: sess}
-	var p train.Policy = &train.DeciderPolicy{Label: "dqn", Decider: rec}
-	if guardName != "none" {
-		g, err := guard.Named(guardName, gcfg)
-		if err != nil {
-			return fmt.Errorf("--guard: %w", err)
-		}
-		p = train.NewGuardedPolicy("dqn", rec, g)
+	rows, _, err := modelRows(rec, guardName, gcfg, false)
+	if err != nil {
+		return err
 	}
-	if _, err := train.Run(sc, p, train.SimConfig{Seed: seed}); err != nil {
+	if _, err := train.Run(sc, rows[0], train.SimConfig{Seed: seed}); err != nil {
 		return err
 	}
 	sim, real := train.Spreads(rec.States), train.Spreads(logged)
