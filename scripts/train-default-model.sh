@@ -32,11 +32,19 @@ BLAME="${TRIAGE_MODEL_BLAME:-6}"
 # Per-episode probability that each kernel-signal source is absent, so the
 # network does not lean on one a real node may not have.
 MISSING="${TRIAGE_MODEL_MISSING_SOURCES:-0.5}"
+# Per-episode probability that the node reads its kernel features unlike
+# the calibrated one (other disks, other schedulers, background I/O: the
+# levels the agent really read on a node; docs/training.md, "Varying the
+# node"); -1 trains on the calibrated readings only. The version says
+# "-vn" for every episode varied, "-vnP" for a share P.
+VARY="${TRIAGE_MODEL_VARY_NODE:-1}"
+NODE_TAG="-vn"
+if [ "$VARY" != 1 ]; then NODE_TAG="-vn${VARY}"; fi
 "$BIN" train \
   --scenario "$(ls testdata/scenarios/*.json | paste -sd, -)" \
   --generated "$GEN" --gen-seed "$GEN_SEED" \
   --seed "$SEED" --episodes "$EPISODES" --ensemble "$ENSEMBLE" --blame-weight "$BLAME" \
-  --missing-sources "$MISSING" --teacher best --demo-episodes "$DEMO" --demo-margin "$MARGIN" \
-  --version "default-v2-s${SEED}-g${GEN}x${GEN_SEED}-e${EPISODES}x${ENSEMBLE}" \
+  --missing-sources "$MISSING" --vary-node "$VARY" --teacher best --demo-episodes "$DEMO" --demo-margin "$MARGIN" \
+  --version "default-v2-s${SEED}-g${GEN}x${GEN_SEED}-e${EPISODES}x${ENSEMBLE}${NODE_TAG}" \
   --out policy/defaultmodel/model.onnx \
   --report docs/training-report

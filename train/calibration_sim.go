@@ -47,7 +47,7 @@ func simulateLevel(cal *Calibration, threads, writers, samples int, seed int64) 
 	} else {
 		node.threads = threads
 	}
-	g := newSignals(sc, cal, node, seed, 0)
+	g := newSignals(sc, cal, node, seed, 0, 0)
 	var p50, p99, blk []float64
 	o := &Outcome{Task: Task{Class: 0, SLAMs: 100, ExpectedMs: 1}}
 	// Two windows to fill the agent's 1 s window, then one sample per tick.

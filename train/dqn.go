@@ -56,6 +56,15 @@ type DQNConfig struct {
 	// and on a node whose listener is not watched (fill 0, the neutral
 	// value) it sent every task to the background.
 	MissingSources float64
+	// VaryNode is, per training episode, the probability that its node
+	// reads its kernel features unlike the calibrated one
+	// (SimConfig.VaryNode, nodeVariation): default 1 (DefaultVaryNode),
+	// negative for none. The agent runs on other machines than the
+	// calibrated one, and on that one too it read levels the calibration
+	// never measured. (0.5, half the episodes on the calibrated node, on
+	// which the simulator reports, trained a worse model on the
+	// guard-selection scenarios: docs/training.md.)
+	VaryNode float64
 	// EpisodeSeconds caps each training episode's simulated duration
 	// (default 60 s), so one episode of a long scenario stays short.
 	EpisodeSeconds float64
@@ -152,6 +161,9 @@ func (c DQNConfig) withDefaults() DQNConfig {
 	if c.MissingSources == 0 {
 		c.MissingSources = DefaultMissingSources
 	}
+	if c.VaryNode == 0 {
+		c.VaryNode = DefaultVaryNode
+	}
 	if c.BlameWeight == 0 {
 		c.BlameWeight = DefaultBlameWeight
 		if c.Gamma > 0 {
@@ -182,6 +194,10 @@ const DefaultBlameWeight = 6
 // DefaultMissingSources is the default model's per-episode probability of
 // each kernel-signal source being absent.
 const DefaultMissingSources = 0.5
+
+// DefaultVaryNode is the default model's per-episode probability of a
+// varied node.
+const DefaultVaryNode = 1
 
 // ErrNoScenarios is returned by TrainDQN without scenarios.
 var ErrNoScenarios = errors.New("no training scenarios")
@@ -482,6 +498,8 @@ func (tr *trainer) episode(sc *Scenario, seed int64) (EpisodeStats, error) {
 		TrackBlame: blame,
 		// A negative setting is "none"; SimConfig only draws for > 0.
 		MissingSources: tr.cfg.MissingSources,
+		// A negative setting is "none"; SimConfig only draws for > 0.
+		VaryNode: tr.cfg.VaryNode,
 		OnDecide: func(o *Outcome) {
 			states = append(states, o.State)
 			tr.ranges.Observe(o.State)

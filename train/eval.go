@@ -71,6 +71,13 @@ type Evaluation struct {
 
 // Evaluate runs each policy on the same tasks of sc (seed 0: the scenario's).
 func Evaluate(sc *Scenario, seed int64, policies ...Policy) (*Evaluation, error) {
+	return evaluate(sc, seed, 0, policies)
+}
+
+// evaluate is Evaluate on a node varied with probability vary
+// (SimConfig.VaryNode); every policy runs on the same node, drawn from the
+// seed.
+func evaluate(sc *Scenario, seed int64, vary float64, policies []Policy) (*Evaluation, error) {
 	if seed == 0 {
 		seed = sc.Seed
 	}
@@ -80,7 +87,7 @@ func Evaluate(sc *Scenario, seed int64, policies ...Policy) (*Evaluation, error)
 		if _, dup := ev.Policies[p.Name()]; dup {
 			return nil, fmt.Errorf("evaluating %s: policy %q given twice", sc.Name, p.Name())
 		}
-		out, err := RunTasks(sc, tasks, p, SimConfig{Seed: seed})
+		out, err := RunTasks(sc, tasks, p, SimConfig{Seed: seed, VaryNode: vary})
 		if err != nil {
 			return nil, err
 		}
@@ -153,12 +160,21 @@ func (ev *Evaluation) WriteMarkdown(w io.Writer) error {
 // noise of each other can be told apart. Every policy still sees the same
 // arrivals per seed.
 func EvaluateSeeds(sc *Scenario, seeds []int64, policies ...Policy) (*Evaluation, error) {
+	return EvaluateSeedsVaried(sc, seeds, 0, policies...)
+}
+
+// EvaluateSeedsVaried is EvaluateSeeds where each seed's run is, with
+// probability vary, on a node that reads its kernel features unlike the
+// calibrated one (SimConfig.VaryNode), the same node for every policy: what
+// a policy keeps on machines other than the one the simulator was
+// calibrated on.
+func EvaluateSeedsVaried(sc *Scenario, seeds []int64, vary float64, policies ...Policy) (*Evaluation, error) {
 	if len(seeds) == 0 {
 		seeds = []int64{0}
 	}
 	var acc *Evaluation
 	for _, seed := range seeds {
-		ev, err := Evaluate(sc, seed, policies...)
+		ev, err := evaluate(sc, seed, vary, policies)
 		if err != nil {
 			return nil, err
 		}

@@ -46,6 +46,7 @@ type signals struct {
 	classes []policy.ClassWindow // the agent keeps the same statistics (agent/state)
 	waits   policy.WaitWindow
 	missing [numSources]bool // sources this node lacks: their features are neutral
+	vary    nodeVariation    // how this node reads unlike the calibrated one
 
 	// The window: per 500 ms bucket the integrals of runnable threads per
 	// CPU and of disk writers; the features are read from the last two
@@ -80,11 +81,17 @@ const (
 // privilege: its features take their neutral values, exactly as the agent
 // reports them there. The draw has its own stream, so the noise sequence,
 // and with missing 0 every result, is unchanged.
-func newSignals(sc *Scenario, cal *Calibration, node *nodeModel, seed int64, missing float64) *signals {
+//
+// With probability vary the node's levels differ from the calibration's
+// (nodeVariation), drawn per run from a stream of their own.
+func newSignals(sc *Scenario, cal *Calibration, node *nodeModel, seed int64, missing, vary float64) *signals {
 	g := &signals{
-		sc: sc, cal: cal, node: node,
+		sc: sc, cal: cal, node: node, vary: calibratedNode,
 		r:       rand.New(rand.NewPCG(uint64(seed), 0x7472696167650003)),
 		classes: make([]policy.ClassWindow, len(sc.Classes)),
+	}
+	if vary > 0 {
+		g.vary = drawNodeVariation(seed, vary)
 	}
 	if missing > 0 {
 		m := rand.New(rand.NewPCG(uint64(seed), 0x7472696167650004))
@@ -138,12 +145,14 @@ func (g *signals) inputs(o *Outcome, queueLen int, now float64) policy.Inputs {
 	z1, z2, z3, z4 := g.r.NormFloat64(), g.r.NormFloat64(), g.r.NormFloat64(), g.r.NormFloat64()
 	mean, high := g.cal.CPUAt(g.win.cpuMean), g.cal.CPUAt(g.win.cpuHigh)
 	// The disk's p99 at the window's writers besides the first: with one
-	// writer or none it is the uncontended write's (io[0]). Not the idle
-	// level: with no writes at all the histogram holds a handful of
-	// background I/Os, and its p99 (520 µs here against 130 µs for a
-	// lone writer) says nothing about the disk.
-	l := g.cal.IOAt(math.Max(0, g.win.writers-1))
-	blk, blkSigma := l.BlkioP99Us, l.BlkioP99Sigma
+	// writer or none it is the uncontended write's (io[0]). On the
+	// calibrated node not the idle level: with no writes at all the
+	// histogram holds a handful of background I/Os, and its p99 (520 µs
+	// here against 130 µs for a lone writer) says nothing about the disk.
+	// But the agent reads it, so a varied node reads it in half the
+	// episodes (nodeVariation).
+	others := math.Max(0, g.win.writers-1)
+	blk, blkSigma := g.vary.blkio(g.cal, g.cal.IOAt(others), g.win.writers)
 	p50, p99, _ := g.classes[o.Class].Stats()
 	w50, w99 := g.waits.Stats(now)
 	in := policy.Inputs{
@@ -153,8 +162,8 @@ func (g *signals) inputs(o *Outcome, queueLen int, now float64) policy.Inputs {
 		ClassP50Ms: p50, ClassP99Ms: p99,
 		WaitP50Ms: w50, WaitP99Ms: w99,
 		AccelMemFill:    0,
-		RunqP50Us:       mean.RunqP50Us * math.Exp(mean.RunqP50Sigma*z1),
-		RunqP99Us:       high.RunqP99Us * math.Exp(high.RunqP99Sigma*z2),
+		RunqP50Us:       g.vary.runqScale * mean.RunqP50Us * math.Exp(mean.RunqP50Sigma*z1),
+		RunqP99Us:       g.vary.runqScale * high.RunqP99Us * math.Exp(high.RunqP99Sigma*z2),
 		AcceptQueueFill: math.Min(1, math.Max(0, (perWorker-2)/16)),
 		BlkioP99Us:      blk * math.Exp(blkSigma*z3),
 		CPUUtil:         g.util,

@@ -82,6 +82,11 @@ type SimConfig struct {
 	// MissingSources is the probability that each kernel-signal source is
 	// absent for the whole run (its features neutral); see newSignals.
 	MissingSources float64
+	// VaryNode is the probability that this run's node reads its kernel
+	// features unlike the calibrated node (nodeVariation): training's
+	// default is DefaultVaryNode; evaluation's 0, it reports on the
+	// calibrated node.
+	VaryNode float64
 	// Calibration is what the node's signals and slowdowns are drawn from;
 	// nil uses DefaultCalibration.
 	Calibration *Calibration
@@ -157,7 +162,7 @@ func newSimulator(sc *Scenario, cfg SimConfig, seed int64) *simulator {
 	}
 	s := &simulator{sc: sc, cfg: cfg, workers: sc.Workers}
 	s.node = newNodeModel(sc, cal)
-	s.sig = newSignals(sc, cal, s.node, seed, cfg.MissingSources)
+	s.sig = newSignals(sc, cal, s.node, seed, cfg.MissingSources, cfg.VaryNode)
 	s.node.set(0, 0, 0)
 	return s
 }

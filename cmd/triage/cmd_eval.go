@@ -36,10 +36,14 @@ func runEval(args []string) error {
 	keepUrgent := fs.Float64("guard-keep-urgent-ms", guard.DefaultKeepUrgentMs, "as the agent's --guard-keep-urgent-ms (0: off)")
 	ablate := fs.String("ablate", "", "kernel: add a dqn-ablated row, the same guarded model with every kernel feature at its neutral value")
 	perClass := fs.Bool("per-class", true, "print SLA attainment per class and policy after each scenario's table")
+	varyNode := fs.Float64("vary-node", 0, "run each scenario and seed, with this probability, on a node that reads its kernel features unlike the calibrated one, as training does (docs/training.md, \"Varying the node\"): what a policy keeps on other machines; 0 reports on the calibrated node")
 	statesFrom := fs.String("states-from", "", "an agent's experience directory (e.g. from bench e2e --keep-dir) on the one --scenario: print each feature's spread there beside the simulated dqn's")
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return helpIsNotAnError(err)
+	}
+	if !(*varyNode >= 0 && *varyNode <= 1) {
+		return fmt.Errorf("--vary-node %v: want a probability in [0, 1]", *varyNode)
 	}
 	if *ablate != "" && *ablate != "kernel" {
 		return fmt.Errorf("--ablate %q: the only ablation is kernel", *ablate)
@@ -92,7 +96,7 @@ func runEval(args []string) error {
 		}
 		list := train.SeedList(*seeds)
 		list[0] = *seed
-		ev, err := train.EvaluateSeeds(sc, list, append(rows, train.Baselines(sc)...)...)
+		ev, err := train.EvaluateSeedsVaried(sc, list, *varyNode, append(rows, train.Baselines(sc)...)...)
 		if err != nil {
 			return err
 		}

@@ -78,3 +78,14 @@ func TestEvalJSONLastLine(t *testing.T) {
 		t.Fatalf("--ablate queue: %v, want an error naming the flag", err)
 	}
 }
+
+// --vary-node is a probability; anything else is refused before a model
+// is loaded.
+func TestEvalVaryNodeIsAProbability(t *testing.T) {
+	for _, v := range []string{"-0.1", "1.5", "NaN"} {
+		_, err := captureStdout(t, func() error { return runEval([]string{"--generated", "1", "--vary-node", v}) })
+		if err == nil || !strings.Contains(err.Error(), "--vary-node") {
+			t.Errorf("--vary-node %s: got %v, want an error naming the flag", v, err)
+		}
+	}
+}

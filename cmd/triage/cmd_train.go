@@ -54,6 +54,7 @@ func runTrain(args []string) error {
 	valSeeds := fs.Int("validation-seeds", 0, "arrival seeds per training scenario for checkpoint validation (0: 1)")
 	harmWeight := fs.Float64("harm-weight", 0, "weight of the overtaking price in the training reward (0: 1)")
 	blameWeight := fs.Float64("blame-weight", 0, "weight of the blocking price in the training reward (0: the trainer's default, 6; negative: none)")
+	varyNode := fs.Float64("vary-node", 0, "per-episode probability that the node reads its kernel features unlike the calibrated one (0: the trainer's default, 1; negative: never; docs/training.md, \"Varying the node\")")
 	missing := fs.Float64("missing-sources", 0, "per-episode probability that each kernel-signal source is absent, its features neutral (0: the trainer's default, 0.5; negative: none)")
 	hidden := fs.String("hidden", "", "hidden layer widths, comma-separated (default 64,64)")
 	generated := fs.Int("generated", 0, "also train on this many generated scenarios (train.Generate: arrival shapes, class mixes, SLAs, costs, tenants, CPUs, interference drawn from wide distributions)")
@@ -83,7 +84,7 @@ func runTrain(args []string) error {
 	prog := newProgress(os.Stdout)
 	cfg := train.DQNConfig{Seed: *seed, Episodes: *episodes, Ensemble: *ensemble,
 		DemoEpisodes: *demoEpisodes, DemoMargin: *demoMargin, DemoWeight: *demoWeight, Teacher: *teacher, ValidationSeeds: *valSeeds,
-		HarmWeight: *harmWeight, BlameWeight: *blameWeight, MissingSources: *missing}
+		HarmWeight: *harmWeight, BlameWeight: *blameWeight, MissingSources: *missing, VaryNode: *varyNode}
 	for _, h := range strings.Split(*hidden, ",") {
 		if h = strings.TrimSpace(h); h == "" {
 			continue
