@@ -22,11 +22,7 @@ func TestRunqlatOverloadAgreesWithSchedstat(t *testing.T) {
 	requireBPF(t)
 	for _, tier := range []Tier{TierBTF, TierRaw, TierTracepoint} {
 		t.Run(tier.String(), func(t *testing.T) {
-			r, err := OpenRunqlat(RunqlatOptions{Tier: tier})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
+			r := mustOpen(t, OpenRunqlat, RunqlatOptions{Tier: tier})
 			threads := 3 * runtime.NumCPU()
 			var (
 				cgID  uint64
@@ -118,11 +114,7 @@ func TestRunqlatSampledKeepsPercentiles(t *testing.T) {
 	if _, err := OpenRunqlat(RunqlatOptions{SampleEvery: 3}); !errors.Is(err, ErrBadSampleRate) {
 		t.Fatalf("sample every 3: %v, want ErrBadSampleRate", err)
 	}
-	r, err := OpenRunqlat(RunqlatOptions{SampleEvery: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, OpenRunqlat, RunqlatOptions{SampleEvery: 4})
 	var before, after, d Hist
 	if err := r.Read(&before); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ func TestSyscallsWatchedPidNanosleep(t *testing.T) {
 	requireBPF(t)
 	for _, tier := range allTiers {
 		t.Run(tier.String(), func(t *testing.T) {
-			s := openSyscalls(t, SyscallsOptions{Tier: tier})
+			s := mustOpen(t, OpenSyscalls, SyscallsOptions{Tier: tier})
 			var h0 Hist
 			if err := s.Read(&h0); err != nil {
 				t.Fatal(err)
