@@ -66,7 +66,7 @@ func TestSyscallWatchMapsFull(t *testing.T) {
 func TestSyscallsUntimedWhenInFlightMapFull(t *testing.T) {
 	requireBPF(t)
 	s := mustOpen(t, OpenSyscalls, SyscallsOptions{})
-	start := s.p.mapNamed("syscalls_start")
+	start := s.mapNamed("syscalls_start")
 	for tid := uint32(0); tid < MaxSyscallsInFlight; tid++ {
 		if err := start.Put(notATask+tid, uint64(1)); err != nil {
 			t.Fatalf("filling the in-flight map, entry %d: %v", tid, err)
@@ -148,7 +148,7 @@ func TestSyscallsExitedThreadsLeaveNoStamp(t *testing.T) {
 			if err := s.WatchAll(false); err != nil {
 				t.Fatal(err)
 			}
-			start := s.p.mapNamed("syscalls_start")
+			start := s.mapNamed("syscalls_start")
 			left := 0
 			for _, pid := range pids {
 				var stamp uint64
