@@ -266,11 +266,7 @@ func TestConnectionLimitPerIP(t *testing.T) {
 	c1 := ts.dial(t, ts.clientConfig())
 	c2 := ts.dial(t, ts.clientConfig())
 	ctx := callCtx(t)
-	_, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
-	var se *client.ServerError
-	if !errors.As(err, &se) || se.Code != wire.CodeTooManyConnections {
-		t.Fatalf("third connection: err %v, want CodeTooManyConnections", err)
-	}
+	ts.wantTooManyConnections(t, ctx, "third connection")
 	for _, c := range []*client.Client{c1, c2} {
 		if _, err := c.Decide(ctx, sampleTasks(1)); err != nil {
 			t.Fatalf("admitted client: %v", err)

@@ -280,13 +280,7 @@ func TestTCPConnectionLimitShared(t *testing.T) {
 		t.Fatalf("second connection (TCP): %v", err)
 	}
 	defer tc1.Close()
-	tc2, err := tls.Dial("tcp", ts.TCPAddr().String(), pinnedTLS(ts, "http/1.1"))
-	if err == nil {
-		tc2.SetReadDeadline(time.Now().Add(5 * time.Second))
-		_, err = tc2.Read(make([]byte, 1))
-		tc2.Close()
-	}
-	if err == nil {
+	if err := ts.dialTCPAndRead(); err == nil {
 		t.Fatal("third connection (TCP) was served")
 	}
 	if ts.Stats().RejectedConns.Load() == 0 {
