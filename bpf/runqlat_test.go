@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func TestRunqlatOverloadAgreesWithSchedstat(t *testing.T) {
 				// is stopped before its cgroup is removed.
 				cgDir, cgID = makeTestCgroup(t)
 			}
-			child := startLoadChild(t, "spin:"+itoa(threads)+":1200")
+			child := startLoadChild(t, "spin:"+strconv.Itoa(threads)+":1200")
 			if tier != TierTracepoint {
 				dir, id := cgDir, cgID
 				if err := r.WatchCgroup(id); err != nil {
@@ -91,20 +92,6 @@ func TestRunqlatOverloadAgreesWithSchedstat(t *testing.T) {
 			}
 		})
 	}
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
 }
 
 // TestRunqlatSampledKeepsPercentiles times one enqueue in 4: the counts
