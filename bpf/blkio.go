@@ -28,13 +28,8 @@ type Blkio struct {
 
 // OpenBlkio loads and attaches the block I/O programs.
 func OpenBlkio(opts BlkioOptions) (*Blkio, error) {
-	p, err := openProbe("blkio", loadBlkio, blkioHooks, opts.Tier)
+	p, rd, err := openHistProbe("blkio", loadBlkio, blkioHooks, opts.Tier)
 	if err != nil {
-		return nil, err
-	}
-	rd, err := newPercpuHist()
-	if err != nil {
-		p.Close()
 		return nil, err
 	}
 	return &Blkio{probe: p, reader: rd}, nil

@@ -56,7 +56,7 @@ func OpenRunqlat(opts RunqlatOptions) (*Runqlat, error) {
 	if n > 1<<20 || (n != 0 && n&(n-1) != 0) {
 		return nil, fmt.Errorf("runqlat sample every %d: %w", n, ErrBadSampleRate)
 	}
-	p, err := openProbe("runqlat", loadRunqlat, runqlatHooks, opts.Tier)
+	p, rd, err := openHistProbe("runqlat", loadRunqlat, runqlatHooks, opts.Tier)
 	if err != nil {
 		return nil, err
 	}
@@ -65,11 +65,6 @@ func OpenRunqlat(opts RunqlatOptions) (*Runqlat, error) {
 			p.Close()
 			return nil, fmt.Errorf("setting runqlat sample rate: %w", err)
 		}
-	}
-	rd, err := newPercpuHist()
-	if err != nil {
-		p.Close()
-		return nil, err
 	}
 	return &Runqlat{probe: p, reader: rd, zero: make([]Hist, len(rd.buf)), watched: map[uint64]bool{}}, nil
 }

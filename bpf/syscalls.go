@@ -56,13 +56,8 @@ type Syscalls struct {
 
 // OpenSyscalls loads and attaches the syscall latency programs.
 func OpenSyscalls(opts SyscallsOptions) (*Syscalls, error) {
-	p, err := openProbe("syscalls", loadSyscalls, syscallsHooks, opts.Tier)
+	p, rd, err := openHistProbe("syscalls", loadSyscalls, syscallsHooks, opts.Tier)
 	if err != nil {
-		return nil, err
-	}
-	rd, err := newPercpuHist()
-	if err != nil {
-		p.Close()
 		return nil, err
 	}
 	untimed, err := percpuBuf[uint64]()
