@@ -33,8 +33,7 @@ func decidePayload(t *testing.T, n int) []byte {
 // answer with the right code and reason, keep the connection (the same raw
 // connection sends a good request afterwards), and serve a new client.
 func TestBadInputClosesOnlyItsStream(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{MaxFrameBytes: 64 << 10}, b)
+	ts := startGoServer(t, serve.Config{MaxFrameBytes: 64 << 10})
 	rc := dialRaw(t, ts, "", nil)
 
 	good := decidePayload(t, 2)
@@ -261,8 +260,7 @@ func TestConfigRefusesOpenListenWithoutAuth(t *testing.T) {
 }
 
 func TestConnectionLimitPerIP(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{MaxConnsPerIP: 2}, b)
+	ts := startGoServer(t, serve.Config{MaxConnsPerIP: 2})
 	c1 := ts.dial(t, ts.clientConfig())
 	c2 := ts.dial(t, ts.clientConfig())
 	ctx := callCtx(t)

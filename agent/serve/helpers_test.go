@@ -92,6 +92,14 @@ func startServer(t testing.TB, cfg serve.Config, b serve.Backend) *testServer {
 	return ts
 }
 
+// startGoServer starts an endpoint (startServer) serving the plain Go MLP
+// (goBackend).
+func startGoServer(t testing.TB, cfg serve.Config) *testServer {
+	t.Helper()
+	b, _ := goBackend()
+	return startServer(t, cfg, b)
+}
+
 func (ts *testServer) stop(t testing.TB) {
 	ts.stopOnce.Do(func() { ts.doStop(t) })
 }

@@ -15,8 +15,7 @@ import (
 // refused before its handshake (CONNECTION_REFUSED) and a TCP one at
 // accept; both are counted.
 func TestNewConnectionRatePerIP(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{MaxNewConnsPerIP: 3}, b)
+	ts := startGoServer(t, serve.Config{MaxNewConnsPerIP: 3})
 	ctx := callCtx(t)
 	var refused error
 	for i := range 10 {
@@ -50,8 +49,7 @@ func TestNewConnectionRatePerIP(t *testing.T) {
 // after the handshake); trying again within the second it is refused
 // before the handshake, until one of its connections closes.
 func TestConnectionLimitRefusedEarlyWhenRepeated(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{MaxConnsPerIP: 1}, b)
+	ts := startGoServer(t, serve.Config{MaxConnsPerIP: 1})
 	c1 := ts.dial(t, ts.clientConfig())
 	ctx := callCtx(t)
 	ts.wantTooManyConnections(t, ctx, "first connection over the limit")
