@@ -50,8 +50,10 @@ func (l *localDecider) runTables(ctx context.Context) {
 	}
 }
 
-// interval is how often the client asks for tables: five a staleness
-// bound, so that a table or two may be late before decisions go remote.
+// interval is how often the agent is asked to look at the table for
+// changes: five times a staleness bound, so that a change reaches the
+// client within a fifth of it (an unchanged table is re-dated every third
+// of the bound: Subscribe.max_staleness_ms).
 func (l *localDecider) interval() time.Duration {
 	return max(l.c.cfg.MaxStaleness/5, time.Millisecond)
 }
