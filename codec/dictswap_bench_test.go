@@ -14,7 +14,7 @@ import (
 func BenchmarkDictSwap(b *testing.B) {
 	recs := loadSample(b)
 	for name, lvl := range benchLevels() {
-		opts := []zstd.EOption{zstd.WithEncoderLevel(lvl), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithWindowSize(zstdWindow(DefaultMaxSize))}
+		opts := []zstd.EOption{zstd.WithEncoderLevel(lvl), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithWindowSize(zstdWindow(DefaultMaxSize))} // the largest window an Encoder grows to
 		b.Run(name+"/new-encoder-per-base", func(b *testing.B) {
 			var dst []byte
 			b.ReportAllocs()
