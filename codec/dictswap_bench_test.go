@@ -14,7 +14,7 @@ import (
 func BenchmarkDictSwap(b *testing.B) {
 	recs := loadSample(b)
 	for name, lvl := range benchLevels() {
-		opts := []zstd.EOption{zstd.WithEncoderLevel(lvl), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithWindowSize(zstdWindow(DefaultMaxSize))}
+		opts := []zstd.EOption{zstd.WithEncoderLevel(lvl), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithWindowSize(zstdWindow(DefaultMaxSize))} // the largest window an Encoder grows to
 		// encoder is a zstd encoder with opts and, unless dict is nil, the
 		// raw dictionary dict.
 		encoder := func(b *testing.B, dict []byte) *zstd.Encoder {
