@@ -55,3 +55,15 @@ func applyGoMemoryLimit(limit int64) int64 {
 	debug.SetMemoryLimit(limit)
 	return limit
 }
+
+// DefaultMallocArenas is the most glibc malloc arenas `triage agent` runs
+// with (MALLOC_ARENA_MAX, which cmd/triage sets by re-executing itself; the
+// environment's own value wins). ONNX Runtime allocates with malloc (the
+// policy turns off ORT's own arena), and glibc gives each thread that
+// mallocs an arena of its own, up to 8 per CPU; Go makes the first malloc
+// on every thread it starts, and runs a cgo call on whichever thread the
+// goroutine is on. Each arena keeps the pages its chunks were freed from,
+// so over a long run the C heap grew by an arena's working set for each
+// new thread. Two arenas hold what the agent needs: it runs the model from
+// the batcher's one runner at a time, the table refresh and a model load.
+const DefaultMallocArenas = 2

@@ -15,8 +15,9 @@ import (
 // rawStream is one native stream after Hello, driven by hand to send what
 // the client library never would.
 type rawStream struct {
-	fw *wire.FrameWriter
-	fr *wire.FrameReader
+	conn *quic.Conn
+	fw   *wire.FrameWriter
+	fr   *wire.FrameReader
 }
 
 func dialRawStream(t *testing.T, ta *testAgent) *rawStream {
@@ -33,7 +34,7 @@ func dialRawStream(t *testing.T, ta *testAgent) *rawStream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := &rawStream{}
+	rs := &rawStream{conn: conn}
 	rs.fw, _ = wire.NewFrameWriter(str)
 	rs.fr, _ = wire.NewFrameReader(str, 0)
 	if env := rs.call(t, &wire.Envelope{Body: &wire.Envelope_Hello{Hello: &wire.Hello{Version: wire.ProtocolVersion}}}); env.GetHelloOk() == nil {

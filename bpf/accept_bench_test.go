@@ -7,15 +7,14 @@ import "testing"
 // not by the number of sockets.
 func BenchmarkAcceptRead(b *testing.B) {
 	requireBPF(b)
-	a, err := OpenAccept(AcceptOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer a.Close()
+	a := mustOpen(b, OpenAccept, AcceptOptions{})
 	if err := a.WatchAll(true); err != nil {
 		b.Fatal(err)
 	}
-	var q []ListenQueue
+	var (
+		q   []ListenQueue
+		err error
+	)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if q, err = a.Read(q); err != nil {

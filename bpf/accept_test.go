@@ -9,11 +9,7 @@ import (
 
 func TestAcceptQueueFillsWithTinyBacklog(t *testing.T) {
 	requireBPF(t)
-	a, err := OpenAccept(AcceptOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := mustOpen(t, OpenAccept, AcceptOptions{})
 	port := faulttest.ListenBacklog(t, 2)
 	other := faulttest.ListenBacklog(t, 16)
 	if err := a.WatchPort(port); err != nil {

@@ -22,29 +22,18 @@ func (d Dev) String() string { return fmt.Sprintf("%d:%d", d.Major(), d.Minor())
 
 // Blkio measures block request latency (issue to complete) per device.
 type Blkio struct {
-	p      *probe
+	*probe
 	reader *percpuHist
 }
 
 // OpenBlkio loads and attaches the block I/O programs.
 func OpenBlkio(opts BlkioOptions) (*Blkio, error) {
-	p, err := openProbe("blkio", loadBlkio, blkioHooks, opts.Tier)
+	p, rd, err := openHistProbe("blkio", loadBlkio, blkioHooks, opts.Tier)
 	if err != nil {
 		return nil, err
 	}
-	rd, err := newPercpuHist()
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	return &Blkio{p: p, reader: rd}, nil
+	return &Blkio{probe: p, reader: rd}, nil
 }
-
-// Tier is the tier that attached.
-func (b *Blkio) Tier() Tier { return b.p.tier }
-
-// Attempts lists the tiers tried before the one that attached.
-func (b *Blkio) Attempts() []TierAttempt { return b.p.attempts }
 
 // ReadDevices calls fn with each device's cumulative histogram. The
 // histogram is only valid during the call.
@@ -53,7 +42,7 @@ func (b *Blkio) ReadDevices(fn func(dev Dev, h *Hist)) error {
 		key uint32
 		sum Hist
 	)
-	it := b.p.mapNamed("blkio_dev_hist").Iterate()
+	it := b.mapNamed("blkio_dev_hist").Iterate()
 	for it.Next(&key, &b.reader.buf) {
 		b.reader.sum(&sum)
 		fn(Dev(key), &sum)
@@ -63,9 +52,3 @@ func (b *Blkio) ReadDevices(fn func(dev Dev, h *Hist)) error {
 	}
 	return nil
 }
-
-// Stats reports each program's kernel run-time accounting.
-func (b *Blkio) Stats() ([]ProgramStats, error) { return b.p.stats() }
-
-// Close detaches and unloads the programs.
-func (b *Blkio) Close() error { return b.p.Close() }

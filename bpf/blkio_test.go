@@ -71,11 +71,7 @@ func TestBlkioSeesFsyncedWrites(t *testing.T) {
 	dir, disk := blockBackedDir(t)
 	for _, tier := range allTiers {
 		t.Run(tier.String(), func(t *testing.T) {
-			b, err := OpenBlkio(BlkioOptions{Tier: tier})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
+			b := mustOpen(t, OpenBlkio, BlkioOptions{Tier: tier})
 			read := func() Hist {
 				var h Hist
 				if err := b.ReadDevices(func(d Dev, x *Hist) {

@@ -3,6 +3,7 @@ package bpf
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,14 +209,15 @@ func drainOnCPU(t testing.TB, p *Profiler) uint64 {
 	return n
 }
 
-// openSyscalls opens the syscall probe with opts, closed when the test
-// (or subtest) ends.
-func openSyscalls(t *testing.T, opts SyscallsOptions) *Syscalls {
+// mustOpen opens a probe (OpenRunqlat, OpenProfiler...) with opts and
+// closes it when the test (or subtest) ends; a probe that does not open
+// fails the test.
+func mustOpen[O any, P io.Closer](t testing.TB, open func(O) (P, error), opts O) P {
 	t.Helper()
-	s, err := OpenSyscalls(opts)
+	p, err := open(opts)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("opening %T: %v", p, err)
 	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	t.Cleanup(func() { p.Close() })
+	return p
 }

@@ -114,6 +114,21 @@ func newPercpuHist() (*percpuHist, error) {
 	return &percpuHist{buf: buf}, nil
 }
 
+// openHistProbe opens a probe whose maps hold per-CPU histograms
+// (openProbe), with the reader that sums them.
+func openHistProbe(name string, load func() (*ebpf.CollectionSpec, error), hooks []hook, want Tier) (*probe, *percpuHist, error) {
+	p, err := openProbe(name, load, hooks, want)
+	if err != nil {
+		return nil, nil, err
+	}
+	rd, err := newPercpuHist()
+	if err != nil {
+		p.Close()
+		return nil, nil, err
+	}
+	return p, rd, nil
+}
+
 // percpuBuf is a buffer for one value per possible CPU, what a lookup of a
 // per-CPU map fills.
 func percpuBuf[T any]() ([]T, error) {

@@ -19,26 +19,10 @@ func TestSignalProbesLoadOnEveryTier(t *testing.T) {
 	requireBPF(t)
 	for _, tier := range allTiers {
 		t.Run(tier.String(), func(t *testing.T) {
-			r, err := OpenRunqlat(RunqlatOptions{Tier: tier})
-			if err != nil {
-				t.Fatalf("runqlat: %v", err)
-			}
-			defer r.Close()
-			b, err := OpenBlkio(BlkioOptions{Tier: tier})
-			if err != nil {
-				t.Fatalf("blkio: %v", err)
-			}
-			defer b.Close()
-			s, err := OpenSyscalls(SyscallsOptions{Tier: tier})
-			if err != nil {
-				t.Fatalf("syscalls: %v", err)
-			}
-			defer s.Close()
-			c, err := OpenTCPStat(TCPStatOptions{Tier: tier})
-			if err != nil {
-				t.Fatalf("tcpstat: %v", err)
-			}
-			defer c.Close()
+			r := mustOpen(t, OpenRunqlat, RunqlatOptions{Tier: tier})
+			b := mustOpen(t, OpenBlkio, BlkioOptions{Tier: tier})
+			s := mustOpen(t, OpenSyscalls, SyscallsOptions{Tier: tier})
+			c := mustOpen(t, OpenTCPStat, TCPStatOptions{Tier: tier})
 			for _, got := range []Tier{r.Tier(), b.Tier(), s.Tier(), c.Tier()} {
 				if got != tier {
 					t.Fatalf("forced %v, attached %v", tier, got)

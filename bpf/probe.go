@@ -95,7 +95,9 @@ func (h hook) prog(t Tier) string {
 }
 
 // probe is a loaded, attached probe: its collection (only the chosen
-// tier's programs and the maps they use) and its links.
+// tier's programs and the maps they use) and its links. The tiered probes
+// (Runqlat, Blkio, Syscalls, TCPStat) embed it for Tier, Attempts, Stats
+// and Close, which mean the same for each.
 type probe struct {
 	name     string
 	tier     Tier
@@ -235,8 +237,14 @@ func pruneSpec(spec *ebpf.CollectionSpec, keep []string) {
 
 func (p *probe) mapNamed(name string) *ebpf.Map { return p.coll.Maps[name] }
 
-// stats returns the run-time accounting of each loaded program.
-func (p *probe) stats() ([]ProgramStats, error) {
+// Tier is the tier that attached.
+func (p *probe) Tier() Tier { return p.tier }
+
+// Attempts lists the tiers tried before the one that attached.
+func (p *probe) Attempts() []TierAttempt { return p.attempts }
+
+// Stats reports each loaded program's kernel run-time accounting.
+func (p *probe) Stats() ([]ProgramStats, error) {
 	out := make([]ProgramStats, 0, len(p.progs))
 	for _, n := range p.progs {
 		s, err := programStats(n, p.coll.Programs[n])
@@ -264,7 +272,7 @@ const (
 	flagWatchAll     uint32 = 1 << 2
 )
 
-// Close detaches and unloads; safe to call twice.
+// Close detaches and unloads the programs; safe to call twice.
 func (p *probe) Close() error {
 	if p == nil {
 		return nil

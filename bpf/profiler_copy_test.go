@@ -14,11 +14,7 @@ import (
 func TestProfilerCopiesUserStacks(t *testing.T) {
 	requireBPF(t)
 	self := uint32(os.Getpid())
-	p, err := OpenProfiler(ProfilerOptions{FrequencyHz: 499, PID: self, CopyUserStacks: true, StackCopyBytes: 8192})
-	if err != nil {
-		t.Fatalf("OpenProfiler: %v", err)
-	}
-	defer p.Close()
+	p := mustOpen(t, OpenProfiler, ProfilerOptions{FrequencyHz: 499, PID: self, CopyUserStacks: true, StackCopyBytes: 8192})
 	rd, err := p.CopyReader()
 	if err != nil {
 		t.Fatal(err)
@@ -92,11 +88,7 @@ func TestProfilerCopyOptions(t *testing.T) {
 	if _, err := OpenProfiler(ProfilerOptions{CopyUserStacks: true, CopyRingBytes: 3 << 20}); !errors.Is(err, ErrBadCopyOption) {
 		t.Fatalf("ring not a power of two: %v", err)
 	}
-	p, err := OpenProfiler(ProfilerOptions{PID: uint32(os.Getpid())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := mustOpen(t, OpenProfiler, ProfilerOptions{PID: uint32(os.Getpid())})
 	if _, err := p.CopyReader(); !errors.Is(err, ErrNoCopies) {
 		t.Fatalf("frame-pointer mode has a copy reader: %v", err)
 	}

@@ -45,11 +45,7 @@ func procCPU(t *testing.T, pid int) time.Duration {
 
 func TestProfilerSamplesOwnProcess(t *testing.T) {
 	requireBPF(t)
-	p, err := OpenProfiler(ProfilerOptions{FrequencyHz: 499, PID: uint32(os.Getpid())})
-	if err != nil {
-		t.Fatalf("OpenProfiler: %v", err)
-	}
-	defer p.Close()
+	p := mustOpen(t, OpenProfiler, ProfilerOptions{FrequencyHz: 499, PID: uint32(os.Getpid())})
 	spin(300 * time.Millisecond)
 	w, err := p.Drain()
 	if err != nil {
@@ -95,11 +91,7 @@ func TestProfilerOffCPUSeesSleep(t *testing.T) {
 }
 
 func testOffCPUSleep(t *testing.T, hook string) {
-	p, err := OpenProfiler(ProfilerOptions{FrequencyHz: 19, PID: uint32(os.Getpid()), OffCPU: true, OffCPUHook: hook, MinBlock: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("OpenProfiler: %v", err)
-	}
-	defer p.Close()
+	p := mustOpen(t, OpenProfiler, ProfilerOptions{FrequencyHz: 19, PID: uint32(os.Getpid()), OffCPU: true, OffCPUHook: hook, MinBlock: 5 * time.Millisecond})
 	if p.OffCPUHook() != hook {
 		t.Fatalf("attached %q, asked for %q", p.OffCPUHook(), hook)
 	}
@@ -190,11 +182,7 @@ func TestProfilerCgroupFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := OpenProfiler(ProfilerOptions{FrequencyHz: 499, CgroupID: id, CgroupLevel: level})
-	if err != nil {
-		t.Fatalf("OpenProfiler: %v", err)
-	}
-	defer p.Close()
+	p := mustOpen(t, OpenProfiler, ProfilerOptions{FrequencyHz: 499, CgroupID: id, CgroupLevel: level})
 	cpu0 := procCPU(t, child)
 	spin(100 * time.Millisecond) // our own samples must be filtered out
 	for deadline := time.Now().Add(10 * time.Second); procCPU(t, child)-cpu0 < 300*time.Millisecond && time.Now().Before(deadline); {

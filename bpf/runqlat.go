@@ -44,7 +44,7 @@ var runqlatHooks = []hook{
 // Runqlat measures run-queue latency (runnable to running) node-wide and
 // for watched cgroups, as cumulative log2 histograms.
 type Runqlat struct {
-	p       *probe
+	*probe
 	reader  *percpuHist
 	zero    []Hist
 	watched map[uint64]bool
@@ -56,7 +56,7 @@ func OpenRunqlat(opts RunqlatOptions) (*Runqlat, error) {
 	if n > 1<<20 || (n != 0 && n&(n-1) != 0) {
 		return nil, fmt.Errorf("runqlat sample every %d: %w", n, ErrBadSampleRate)
 	}
-	p, err := openProbe("runqlat", loadRunqlat, runqlatHooks, opts.Tier)
+	p, rd, err := openHistProbe("runqlat", loadRunqlat, runqlatHooks, opts.Tier)
 	if err != nil {
 		return nil, err
 	}
@@ -66,23 +66,12 @@ func OpenRunqlat(opts RunqlatOptions) (*Runqlat, error) {
 			return nil, fmt.Errorf("setting runqlat sample rate: %w", err)
 		}
 	}
-	rd, err := newPercpuHist()
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	return &Runqlat{p: p, reader: rd, zero: make([]Hist, len(rd.buf)), watched: map[uint64]bool{}}, nil
+	return &Runqlat{probe: p, reader: rd, zero: make([]Hist, len(rd.buf)), watched: map[uint64]bool{}}, nil
 }
-
-// Tier is the tier that attached.
-func (r *Runqlat) Tier() Tier { return r.p.tier }
-
-// Attempts lists the tiers that were tried before the one that attached.
-func (r *Runqlat) Attempts() []TierAttempt { return r.p.attempts }
 
 // Read stores the node-wide cumulative histogram in dst.
 func (r *Runqlat) Read(dst *Hist) error {
-	if err := r.reader.read(r.p.mapNamed("runqlat_hist"), uint32(0), dst); err != nil {
+	if err := r.reader.read(r.mapNamed("runqlat_hist"), uint32(0), dst); err != nil {
 		return fmt.Errorf("reading run-queue histogram: %w", err)
 	}
 	return nil
@@ -91,20 +80,20 @@ func (r *Runqlat) Read(dst *Hist) error {
 // WatchCgroup starts a histogram for the cgroup v2 id (the cgroup
 // directory's inode number). Tasks in the cgroup or below it count.
 func (r *Runqlat) WatchCgroup(id uint64) error {
-	if r.p.tier == TierTracepoint {
+	if r.tier == TierTracepoint {
 		return ErrCgroupsUnsupported
 	}
 	if r.watched[id] {
 		return nil
 	}
-	if err := r.p.mapNamed("runqlat_cgroup_hist").Put(id, r.zero); err != nil {
+	if err := r.mapNamed("runqlat_cgroup_hist").Put(id, r.zero); err != nil {
 		if errors.Is(err, unix.E2BIG) { // a hash map's answer to a new key when full
 			return fmt.Errorf("watching cgroup %d: %w (%d cgroups)", id, ErrCgroupMapFull, len(r.watched))
 		}
 		return fmt.Errorf("watching cgroup %d: %w", id, err)
 	}
 	r.watched[id] = true
-	return setConfigFlags(r.p.mapNamed("runqlat_config"), flagWatchCgroups)
+	return setConfigFlags(r.mapNamed("runqlat_config"), flagWatchCgroups)
 }
 
 // UnwatchCgroup drops the cgroup's histogram.
@@ -113,25 +102,19 @@ func (r *Runqlat) UnwatchCgroup(id uint64) error {
 		return nil
 	}
 	delete(r.watched, id)
-	if err := r.p.mapNamed("runqlat_cgroup_hist").Delete(id); err != nil {
+	if err := r.mapNamed("runqlat_cgroup_hist").Delete(id); err != nil {
 		return fmt.Errorf("unwatching cgroup %d: %w", id, err)
 	}
 	if len(r.watched) == 0 {
-		return setConfigFlags(r.p.mapNamed("runqlat_config"), 0)
+		return setConfigFlags(r.mapNamed("runqlat_config"), 0)
 	}
 	return nil
 }
 
 // ReadCgroup stores the cumulative histogram of a watched cgroup in dst.
 func (r *Runqlat) ReadCgroup(id uint64, dst *Hist) error {
-	if err := r.reader.read(r.p.mapNamed("runqlat_cgroup_hist"), id, dst); err != nil {
+	if err := r.reader.read(r.mapNamed("runqlat_cgroup_hist"), id, dst); err != nil {
 		return fmt.Errorf("reading run-queue histogram of cgroup %d: %w", id, err)
 	}
 	return nil
 }
-
-// Stats reports each program's kernel run-time accounting.
-func (r *Runqlat) Stats() ([]ProgramStats, error) { return r.p.stats() }
-
-// Close detaches and unloads the programs.
-func (r *Runqlat) Close() error { return r.p.Close() }

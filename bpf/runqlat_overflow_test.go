@@ -17,11 +17,7 @@ func TestWatchCgroupMapFull(t *testing.T) {
 		t.Fatalf("runqlat_cgroup_hist holds %d entries, MaxWatchedCgroups says %d", got, MaxWatchedCgroups)
 	}
 	requireBPF(t)
-	r, err := OpenRunqlat(RunqlatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, OpenRunqlat, RunqlatOptions{})
 	if r.Tier() == TierTracepoint {
 		t.Skip("no per-cgroup map on the tracepoint tier")
 	}

@@ -64,11 +64,7 @@ func TestRunqlatAgreesWithBpftrace(t *testing.T) {
 	if _, err := exec.LookPath("bpftrace"); err != nil {
 		testenv.Unavailable(t, "bpftrace not installed")
 	}
-	r, err := OpenRunqlat(RunqlatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, OpenRunqlat, RunqlatOptions{})
 
 	const secs = 3
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -22,11 +23,7 @@ func TestRunqlatOverloadAgreesWithSchedstat(t *testing.T) {
 	requireBPF(t)
 	for _, tier := range []Tier{TierBTF, TierRaw, TierTracepoint} {
 		t.Run(tier.String(), func(t *testing.T) {
-			r, err := OpenRunqlat(RunqlatOptions{Tier: tier})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
+			r := mustOpen(t, OpenRunqlat, RunqlatOptions{Tier: tier})
 			threads := 3 * runtime.NumCPU()
 			var (
 				cgID  uint64
@@ -37,7 +34,7 @@ func TestRunqlatOverloadAgreesWithSchedstat(t *testing.T) {
 				// is stopped before its cgroup is removed.
 				cgDir, cgID = makeTestCgroup(t)
 			}
-			child := startLoadChild(t, "spin:"+itoa(threads)+":1200")
+			child := startLoadChild(t, "spin:"+strconv.Itoa(threads)+":1200")
 			if tier != TierTracepoint {
 				dir, id := cgDir, cgID
 				if err := r.WatchCgroup(id); err != nil {
@@ -97,20 +94,6 @@ func TestRunqlatOverloadAgreesWithSchedstat(t *testing.T) {
 	}
 }
 
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
-}
-
 // TestRunqlatSampledKeepsPercentiles times one enqueue in 4: the counts
 // drop, the overload still reads p99 > 1 ms.
 func TestRunqlatSampledKeepsPercentiles(t *testing.T) {
@@ -118,11 +101,7 @@ func TestRunqlatSampledKeepsPercentiles(t *testing.T) {
 	if _, err := OpenRunqlat(RunqlatOptions{SampleEvery: 3}); !errors.Is(err, ErrBadSampleRate) {
 		t.Fatalf("sample every 3: %v, want ErrBadSampleRate", err)
 	}
-	r, err := OpenRunqlat(RunqlatOptions{SampleEvery: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, OpenRunqlat, RunqlatOptions{SampleEvery: 4})
 	var before, after, d Hist
 	if err := r.Read(&before); err != nil {
 		t.Fatal(err)

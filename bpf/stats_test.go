@@ -27,16 +27,8 @@ func TestProgramStatsArithmetic(t *testing.T) {
 // its attached programs and that the kernel counted their runs.
 func TestRunStatsCountProfilerRuns(t *testing.T) {
 	requireBPF(t)
-	st, err := EnableRunStats()
-	if err != nil {
-		t.Fatalf("EnableRunStats: %v", err)
-	}
-	defer st.Close()
-	p, err := OpenProfiler(ProfilerOptions{FrequencyHz: 499, PID: uint32(os.Getpid()), OffCPU: true})
-	if err != nil {
-		t.Fatalf("OpenProfiler: %v", err)
-	}
-	defer p.Close()
+	enableRunStats(t)
+	p := mustOpen(t, OpenProfiler, ProfilerOptions{FrequencyHz: 499, PID: uint32(os.Getpid()), OffCPU: true})
 	spin(100 * time.Millisecond)
 	for i := 0; i < 5; i++ {
 		time.Sleep(5 * time.Millisecond)
@@ -67,16 +59,8 @@ func TestRunStatsCountProfilerRuns(t *testing.T) {
 // program of the attached tier is listed, and sched_switch ran.
 func TestRunStatsCountProbeRuns(t *testing.T) {
 	requireBPF(t)
-	st, err := EnableRunStats()
-	if err != nil {
-		t.Fatalf("EnableRunStats: %v", err)
-	}
-	defer st.Close()
-	r, err := OpenRunqlat(RunqlatOptions{})
-	if err != nil {
-		t.Fatalf("OpenRunqlat: %v", err)
-	}
-	defer r.Close()
+	enableRunStats(t)
+	r := mustOpen(t, OpenRunqlat, RunqlatOptions{})
 	for i := 0; i < 5; i++ {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -95,4 +79,15 @@ func TestRunStatsCountProbeRuns(t *testing.T) {
 			t.Errorf("%s never ran across five sleeps", s.Name)
 		}
 	}
+}
+
+// enableRunStats turns the kernel's counting of BPF run time on until the
+// test ends.
+func enableRunStats(t *testing.T) {
+	t.Helper()
+	st, err := EnableRunStats()
+	if err != nil {
+		t.Fatalf("EnableRunStats: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
 }

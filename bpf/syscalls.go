@@ -46,7 +46,7 @@ var syscallsHooks = []hook{
 // path plus the filter), so the programs are attached only while
 // something is watched: an empty watch set costs nothing.
 type Syscalls struct {
-	p       *probe
+	*probe
 	reader  *percpuHist
 	untimed []uint64 // per-CPU read buffer of syscalls_untimed
 	pids    map[uint32]bool
@@ -56,13 +56,8 @@ type Syscalls struct {
 
 // OpenSyscalls loads and attaches the syscall latency programs.
 func OpenSyscalls(opts SyscallsOptions) (*Syscalls, error) {
-	p, err := openProbe("syscalls", loadSyscalls, syscallsHooks, opts.Tier)
+	p, rd, err := openHistProbe("syscalls", loadSyscalls, syscallsHooks, opts.Tier)
 	if err != nil {
-		return nil, err
-	}
-	rd, err := newPercpuHist()
-	if err != nil {
-		p.Close()
 		return nil, err
 	}
 	untimed, err := percpuBuf[uint64]()
@@ -75,17 +70,11 @@ func OpenSyscalls(opts SyscallsOptions) (*Syscalls, error) {
 		p.Close()
 		return nil, err
 	}
-	return &Syscalls{p: p, reader: rd, untimed: untimed, pids: map[uint32]bool{}, cgroups: map[uint64]bool{}}, nil
+	return &Syscalls{probe: p, reader: rd, untimed: untimed, pids: map[uint32]bool{}, cgroups: map[uint64]bool{}}, nil
 }
 
 // Attached reports whether the programs are linked (something is watched).
-func (s *Syscalls) Attached() bool { return len(s.p.links) > 0 }
-
-// Tier is the tier that attached.
-func (s *Syscalls) Tier() Tier { return s.p.tier }
-
-// Attempts lists the tiers tried before the one that attached.
-func (s *Syscalls) Attempts() []TierAttempt { return s.p.attempts }
+func (s *Syscalls) Attached() bool { return len(s.links) > 0 }
 
 func (s *Syscalls) syncFlags() error {
 	var f uint32
@@ -98,13 +87,13 @@ func (s *Syscalls) syncFlags() error {
 	if s.all {
 		f |= flagWatchAll
 	}
-	if err := setConfigFlags(s.p.mapNamed("syscalls_config"), f); err != nil {
+	if err := setConfigFlags(s.mapNamed("syscalls_config"), f); err != nil {
 		return err
 	}
 	if f == 0 {
-		return s.p.detach()
+		return s.detach()
 	}
-	return s.p.attach()
+	return s.attach()
 }
 
 // WatchPID adds a process (thread-group id) to the watched set; past
@@ -113,7 +102,7 @@ func (s *Syscalls) WatchPID(pid uint32) error {
 	if s.pids[pid] {
 		return nil
 	}
-	if err := s.p.mapNamed("syscalls_pids").Put(pid, uint8(1)); err != nil {
+	if err := s.mapNamed("syscalls_pids").Put(pid, uint8(1)); err != nil {
 		return fmt.Errorf("watching pid %d: %w", pid, watchErr(err, len(s.pids), "processes"))
 	}
 	s.pids[pid] = true
@@ -126,7 +115,7 @@ func (s *Syscalls) UnwatchPID(pid uint32) error {
 		return nil
 	}
 	delete(s.pids, pid)
-	if err := s.p.mapNamed("syscalls_pids").Delete(pid); err != nil {
+	if err := s.mapNamed("syscalls_pids").Delete(pid); err != nil {
 		return fmt.Errorf("unwatching pid %d: %w", pid, err)
 	}
 	return s.syncFlags()
@@ -138,7 +127,7 @@ func (s *Syscalls) WatchCgroup(id uint64) error {
 	if s.cgroups[id] {
 		return nil
 	}
-	if err := s.p.mapNamed("syscalls_cgroups").Put(id, uint8(1)); err != nil {
+	if err := s.mapNamed("syscalls_cgroups").Put(id, uint8(1)); err != nil {
 		return fmt.Errorf("watching cgroup %d: %w", id, watchErr(err, len(s.cgroups), "cgroups"))
 	}
 	s.cgroups[id] = true
@@ -153,7 +142,7 @@ func (s *Syscalls) WatchAll(on bool) error {
 
 // Read stores the cumulative histogram of the watched set in dst.
 func (s *Syscalls) Read(dst *Hist) error {
-	if err := s.reader.read(s.p.mapNamed("syscalls_hist"), uint32(0), dst); err != nil {
+	if err := s.reader.read(s.mapNamed("syscalls_hist"), uint32(0), dst); err != nil {
 		return fmt.Errorf("reading syscall histogram: %w", err)
 	}
 	return nil
@@ -172,7 +161,7 @@ func watchErr(err error, held int, what string) error {
 // MaxSyscallsInFlight threads were already in one, since the probe was
 // loaded.
 func (s *Syscalls) Untimed() (uint64, error) {
-	if err := s.p.mapNamed("syscalls_untimed").Lookup(uint32(0), &s.untimed); err != nil {
+	if err := s.mapNamed("syscalls_untimed").Lookup(uint32(0), &s.untimed); err != nil {
 		return 0, fmt.Errorf("reading untimed syscalls: %w", err)
 	}
 	var n uint64
@@ -181,9 +170,3 @@ func (s *Syscalls) Untimed() (uint64, error) {
 	}
 	return n, nil
 }
-
-// Stats reports each program's kernel run-time accounting.
-func (s *Syscalls) Stats() ([]ProgramStats, error) { return s.p.stats() }
-
-// Close detaches and unloads the programs.
-func (s *Syscalls) Close() error { return s.p.Close() }

@@ -29,7 +29,7 @@ func TestSyscallWatchMapsFull(t *testing.T) {
 		}
 	}
 	requireBPF(t)
-	s := openSyscalls(t, SyscallsOptions{})
+	s := mustOpen(t, OpenSyscalls, SyscallsOptions{})
 	// Cgroup ids need not name live cgroups: the map is keyed by number.
 	for id := uint64(1); id <= MaxSyscallWatchedCgroups; id++ {
 		if err := s.WatchCgroup(notATask + id); err != nil {
@@ -65,8 +65,8 @@ func TestSyscallWatchMapsFull(t *testing.T) {
 // are timed again and the count stops.
 func TestSyscallsUntimedWhenInFlightMapFull(t *testing.T) {
 	requireBPF(t)
-	s := openSyscalls(t, SyscallsOptions{})
-	start := s.p.mapNamed("syscalls_start")
+	s := mustOpen(t, OpenSyscalls, SyscallsOptions{})
+	start := s.mapNamed("syscalls_start")
 	for tid := uint32(0); tid < MaxSyscallsInFlight; tid++ {
 		if err := start.Put(notATask+tid, uint64(1)); err != nil {
 			t.Fatalf("filling the in-flight map, entry %d: %v", tid, err)
@@ -132,7 +132,7 @@ func TestSyscallsExitedThreadsLeaveNoStamp(t *testing.T) {
 	requireBPF(t)
 	for _, tier := range allTiers {
 		t.Run(tier.String(), func(t *testing.T) {
-			s := openSyscalls(t, SyscallsOptions{Tier: tier})
+			s := mustOpen(t, OpenSyscalls, SyscallsOptions{Tier: tier})
 			if err := s.WatchAll(true); err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +148,7 @@ func TestSyscallsExitedThreadsLeaveNoStamp(t *testing.T) {
 			if err := s.WatchAll(false); err != nil {
 				t.Fatal(err)
 			}
-			start := s.p.mapNamed("syscalls_start")
+			start := s.mapNamed("syscalls_start")
 			left := 0
 			for _, pid := range pids {
 				var stamp uint64

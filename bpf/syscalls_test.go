@@ -1,6 +1,9 @@
 package bpf
 
-import "testing"
+import (
+	"strconv"
+	"testing"
+)
 
 // TestSyscallsWatchedPidNanosleep watches a child doing 2 ms nanosleeps:
 // its histogram must put them in the 1-4 ms buckets; an unwatched process
@@ -9,7 +12,7 @@ func TestSyscallsWatchedPidNanosleep(t *testing.T) {
 	requireBPF(t)
 	for _, tier := range allTiers {
 		t.Run(tier.String(), func(t *testing.T) {
-			s := openSyscalls(t, SyscallsOptions{Tier: tier})
+			s := mustOpen(t, OpenSyscalls, SyscallsOptions{Tier: tier})
 			var h0 Hist
 			if err := s.Read(&h0); err != nil {
 				t.Fatal(err)
@@ -18,7 +21,7 @@ func TestSyscallsWatchedPidNanosleep(t *testing.T) {
 				t.Fatalf("nothing watched yet: %d samples, attached %v", h0.Count(), s.Attached())
 			}
 			const sleeps = 100
-			child := startLoadChild(t, "sleep:"+itoa(sleeps)+":2000")
+			child := startLoadChild(t, "sleep:"+strconv.Itoa(sleeps)+":2000")
 			if err := s.WatchPID(uint32(child.pid())); err != nil {
 				t.Fatal(err)
 			}

@@ -23,7 +23,7 @@ var tcpstatHooks = []hook{
 
 // TCPStat counts TCP retransmits and socket state changes.
 type TCPStat struct {
-	p   *probe
+	*probe
 	buf []TCPCounters
 }
 
@@ -38,19 +38,13 @@ func OpenTCPStat(opts TCPStatOptions) (*TCPStat, error) {
 		p.Close()
 		return nil, err
 	}
-	return &TCPStat{p: p, buf: buf}, nil
+	return &TCPStat{probe: p, buf: buf}, nil
 }
-
-// Tier is the tier that attached.
-func (t *TCPStat) Tier() Tier { return t.p.tier }
-
-// Attempts lists the tiers tried before the one that attached.
-func (t *TCPStat) Attempts() []TierAttempt { return t.p.attempts }
 
 // Read sums the per-CPU counters.
 func (t *TCPStat) Read() (TCPCounters, error) {
 	var c TCPCounters
-	if err := t.p.mapNamed("tcpstat_counters").Lookup(uint32(0), &t.buf); err != nil {
+	if err := t.mapNamed("tcpstat_counters").Lookup(uint32(0), &t.buf); err != nil {
 		return c, fmt.Errorf("reading TCP counters: %w", err)
 	}
 	for _, v := range t.buf {
@@ -61,9 +55,3 @@ func (t *TCPStat) Read() (TCPCounters, error) {
 	}
 	return c, nil
 }
-
-// Stats reports each program's kernel run-time accounting.
-func (t *TCPStat) Stats() ([]ProgramStats, error) { return t.p.stats() }
-
-// Close detaches and unloads the programs.
-func (t *TCPStat) Close() error { return t.p.Close() }

@@ -16,11 +16,7 @@ func TestTCPStatCountsStatesAndSynRetransmits(t *testing.T) {
 	requireBPF(t)
 	for _, tier := range allTiers {
 		t.Run(tier.String(), func(t *testing.T) {
-			s, err := OpenTCPStat(TCPStatOptions{Tier: tier})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := mustOpen(t, OpenTCPStat, TCPStatOptions{Tier: tier})
 			c0, err := s.Read()
 			if err != nil {
 				t.Fatal(err)

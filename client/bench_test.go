@@ -235,8 +235,7 @@ func watchTables(b *testing.B, cl *Client) *tableFrames {
 	}
 	fw, _ := wire.NewFrameWriter(str, cl.codecOpts()...)
 	fr, _ := wire.NewFrameReader(str, 0)
-	ms := uint32(cl.local.interval() / time.Millisecond)
-	if err := fw.Write(&wire.Envelope{Body: &wire.Envelope_Subscribe{Subscribe: &wire.Subscribe{Mode: wire.SubscribeMode_SUBSCRIBE_MODE_TABLE, MinIntervalMs: ms}}}); err != nil {
+	if err := fw.Write(&wire.Envelope{Body: &wire.Envelope_Subscribe{Subscribe: cl.local.subscribe()}}); err != nil {
 		b.Fatal(err)
 	}
 	full, err := codec.NewEncoder(codec.WithLevel(1), codec.WithKeyframeInterval(1))

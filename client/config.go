@@ -66,7 +66,9 @@ type Config struct {
 	// An agent that publishes no tables gets every task, as without it.
 	LocalDecisions bool
 	// MaxStaleness is the oldest table decided from: older, every task goes
-	// to the agent until a newer table comes. Default 50ms.
+	// to the agent until a newer table comes. Default DefaultMaxStaleness.
+	// The agent is told it, and re-dates an unchanged table at least every
+	// third of it.
 	MaxStaleness time.Duration
 	// LocalReportEvery is how often local decisions are reported to the
 	// agent (sooner when 512 are waiting). Default 2ms.
@@ -103,6 +105,9 @@ func (e *ServerError) Is(target error) bool {
 	return target == ErrUnauthenticated && e.Code == wire.CodeUnauthenticated
 }
 
+// DefaultMaxStaleness is Config.MaxStaleness when it is not set.
+const DefaultMaxStaleness = 50 * time.Millisecond
+
 func (c Config) withDefaults() (Config, error) {
 	if c.Streams <= 0 {
 		c.Streams = 4
@@ -126,7 +131,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	def(&c.MinBackoff, 50*time.Millisecond)
 	def(&c.MaxBackoff, 5*time.Second)
-	def(&c.MaxStaleness, 50*time.Millisecond)
+	def(&c.MaxStaleness, DefaultMaxStaleness)
 	def(&c.LocalReportEvery, 2*time.Millisecond)
 	if c.SubscribeQueue <= 0 {
 		c.SubscribeQueue = 16

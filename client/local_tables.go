@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/triage-agent/triage/codec"
@@ -49,16 +50,29 @@ func (l *localDecider) runTables(ctx context.Context) {
 	}
 }
 
-// interval is how often the client asks for tables: five a staleness
-// bound, so that a table or two may be late before decisions go remote.
+// interval is how often the agent is asked to look at the table for
+// changes: five times a staleness bound, so that a change reaches the
+// client within a fifth of it (an unchanged table is re-dated every third
+// of the bound: Subscribe.max_staleness_ms).
 func (l *localDecider) interval() time.Duration {
 	return max(l.c.cfg.MaxStaleness/5, time.Millisecond)
 }
 
+// subscribe is the table subscription: looked at every interval, and
+// with the staleness bound, so that the agent pushes only what changed and
+// re-dates an unchanged table often enough to keep it inside the bound (a
+// bound under a millisecond is sent as 0: every refresh is pushed).
+func (l *localDecider) subscribe() *wire.Subscribe {
+	return &wire.Subscribe{
+		Mode:           wire.SubscribeMode_SUBSCRIBE_MODE_TABLE,
+		MinIntervalMs:  uint32(max(l.interval()/time.Millisecond, 1)),
+		MaxStalenessMs: uint32(min(l.c.cfg.MaxStaleness/time.Millisecond, math.MaxUint32)),
+	}
+}
+
 // tablesOnce runs one subscription on one connection until it fails.
 func (l *localDecider) tablesOnce(ctx context.Context, s *session) error {
-	ms := uint32(max(l.interval()/time.Millisecond, 1))
-	fr, release, err := l.c.openSubscription(ctx, s, &wire.Subscribe{Mode: wire.SubscribeMode_SUBSCRIBE_MODE_TABLE, MinIntervalMs: ms})
+	fr, release, err := l.c.openSubscription(ctx, s, l.subscribe())
 	if err != nil {
 		return err
 	}

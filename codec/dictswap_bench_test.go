@@ -14,24 +14,32 @@ import (
 func BenchmarkDictSwap(b *testing.B) {
 	recs := loadSample(b)
 	for name, lvl := range benchLevels() {
-		opts := []zstd.EOption{zstd.WithEncoderLevel(lvl), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithWindowSize(zstdWindow(DefaultMaxSize))}
+		opts := []zstd.EOption{zstd.WithEncoderLevel(lvl), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithWindowSize(zstdWindow(DefaultMaxSize))} // the largest window an Encoder grows to
+		// encoder is a zstd encoder with opts and, unless dict is nil, the
+		// raw dictionary dict.
+		encoder := func(b *testing.B, dict []byte) *zstd.Encoder {
+			b.Helper()
+			o := opts
+			if dict != nil {
+				o = append(opts, zstd.WithEncoderDictRaw(0, dict))
+			}
+			z, err := zstd.NewWriter(nil, o...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return z
+		}
 		b.Run(name+"/new-encoder-per-base", func(b *testing.B) {
 			var dst []byte
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				base, p := recs[i%len(recs)], recs[(i+1)%len(recs)]
-				z, err := zstd.NewWriter(nil, append(opts, zstd.WithEncoderDictRaw(0, base))...)
-				if err != nil {
-					b.Fatal(err)
-				}
+				z := encoder(b, base)
 				dst = z.EncodeAll(p, dst[:0])
 			}
 		})
 		b.Run(name+"/reset-with-options", func(b *testing.B) {
-			z, err := zstd.NewWriter(nil, append(opts, zstd.WithEncoderDictRaw(0, []byte{}))...)
-			if err != nil {
-				b.Fatal(err)
-			}
+			z := encoder(b, []byte{})
 			var dst []byte
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
@@ -43,10 +51,7 @@ func BenchmarkDictSwap(b *testing.B) {
 			}
 		})
 		b.Run(name+"/reset-with-options-stream-api", func(b *testing.B) {
-			z, err := zstd.NewWriter(nil, append(opts, zstd.WithEncoderDictRaw(0, []byte{}))...)
-			if err != nil {
-				b.Fatal(err)
-			}
+			z := encoder(b, []byte{})
 			var sink appendSink
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
@@ -63,10 +68,7 @@ func BenchmarkDictSwap(b *testing.B) {
 			}
 		})
 		b.Run(name+"/same-base", func(b *testing.B) {
-			z, err := zstd.NewWriter(nil, append(opts, zstd.WithEncoderDictRaw(0, recs[0]))...)
-			if err != nil {
-				b.Fatal(err)
-			}
+			z := encoder(b, recs[0])
 			var dst []byte
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
@@ -74,10 +76,7 @@ func BenchmarkDictSwap(b *testing.B) {
 			}
 		})
 		b.Run(name+"/no-base", func(b *testing.B) {
-			z, err := zstd.NewWriter(nil, opts...)
-			if err != nil {
-				b.Fatal(err)
-			}
+			z := encoder(b, nil)
 			var dst []byte
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {

@@ -22,6 +22,10 @@ type Encoder struct {
 
 	full  *zstd.Encoder // no dictionary
 	delta *zstd.Encoder // dictionary = the payload in slot deltaSlot
+	// window is the zstd window both were built with: the one the largest
+	// payload (or base) so far needs, up to the one WithMaxSize allows
+	// (fitWindow says why).
+	window int
 	// deltaSlot/deltaGen name the base loaded into delta; a changed
 	// generation means the slot was overwritten and the dictionary is stale.
 	deltaSlot int
@@ -61,27 +65,53 @@ func NewEncoder(opts ...Option) (*Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	full, err := zstd.NewWriter(nil, zstdEncoderOptions(o)...)
+	e := &Encoder{o: o, deltaSlot: -1, ring: make([]encSlot, o.ring), lastSent: -1}
+	if err := e.fitWindow(initialWindowPayload); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// initialWindowPayload is the payload size a new Encoder's window is built
+// for; the first larger payload rebuilds it (fitWindow).
+const initialWindowPayload = 1 << 10
+
+// fitWindow makes the zstd encoders' window fit payloads (and delta bases)
+// of n bytes, rebuilding both when it is too small. zstd's history buffer
+// is the window plus a block (a 2 MiB window held 2.1 MB per encoder), and
+// an agent keeps one Encoder per subscriber: node-state snapshots are a few
+// hundred bytes, so a window sized for WithMaxSize (1 MiB by default) made
+// each subscriber cost 3.5 MB of heap for nothing (docs/footprint.md). The
+// window grows by powers of two, so a stream rebuilds at most a few times,
+// and always covers two payloads, as zstdWindow(maxSize) did: the frames
+// are the same.
+func (e *Encoder) fitWindow(n int) error {
+	w := zstdWindow(min(n, e.o.maxSize))
+	if w <= e.window {
+		return nil
+	}
+	full, err := zstd.NewWriter(nil, zstdEncoderOptions(e.o, w)...)
 	if err != nil {
-		return nil, fmt.Errorf("creating zstd encoder: %w", err)
+		return fmt.Errorf("creating zstd encoder: %w", err)
 	}
 	// The delta encoder starts with an empty dictionary so that it is of the
 	// dictionary kind from the start: ResetWithOptions can then swap bases
 	// without rebuilding the encoder.
-	delta, err := zstd.NewWriter(nil, append(zstdEncoderOptions(o), zstd.WithEncoderDictRaw(0, []byte{}))...)
+	delta, err := zstd.NewWriter(nil, append(zstdEncoderOptions(e.o, w), zstd.WithEncoderDictRaw(0, []byte{}))...)
 	if err != nil {
-		return nil, fmt.Errorf("creating zstd delta encoder: %w", err)
+		return fmt.Errorf("creating zstd delta encoder: %w", err)
 	}
-	return &Encoder{o: o, full: full, delta: delta, deltaSlot: -1, ring: make([]encSlot, o.ring), lastSent: -1}, nil
+	e.full, e.delta, e.window, e.deltaSlot = full, delta, w, -1
+	return nil
 }
 
-func zstdEncoderOptions(o options) []zstd.EOption {
+func zstdEncoderOptions(o options, window int) []zstd.EOption {
 	return []zstd.EOption{
 		zstd.WithEncoderLevel(o.level),
 		zstd.WithEncoderConcurrency(1), // EncodeAll runs on the caller's goroutine
 		zstd.WithEncoderCRC(false),     // the frame's payload hash is the check
 		zstd.WithZeroFrames(false),
-		zstd.WithWindowSize(zstdWindow(o.maxSize)),
+		zstd.WithWindowSize(window),
 		zstd.WithLowerEncoderMem(true),
 		zstd.WithNoEntropyCompression(o.noEntropy),
 	}
@@ -128,6 +158,13 @@ func (e *Encoder) encodeBody(payload []byte, h *Header) ([]byte, error) {
 		return nil, nil // an empty payload needs no body, whatever the kind
 	}
 	base := e.chooseBase()
+	need := len(payload)
+	if base >= 0 {
+		need = max(need, len(e.ring[base].data))
+	}
+	if err := e.fitWindow(need); err != nil {
+		return nil, err
+	}
 	if base < 0 {
 		e.body = e.full.EncodeAll(payload, e.body[:0])
 		return e.body, nil

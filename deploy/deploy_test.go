@@ -119,9 +119,16 @@ func TestDaemonSetManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := decodeDocs(t, data)
+	checkAgentDocs(t, "daemonset.yaml", decodeDocs(t, data))
+}
+
+// checkAgentDocs wants the agent's Namespace, ConfigMap and DaemonSet among
+// m (from what) and reports every problem checkDaemonSet and checkNamespace
+// find in them.
+func checkAgentDocs(t *testing.T, what string, m manifests) {
+	t.Helper()
 	if m.ds == nil || m.cm == nil || m.ns == nil {
-		t.Fatalf("want a Namespace, a ConfigMap and a DaemonSet, got %d documents", m.all)
+		t.Fatalf("%s: want a Namespace, a ConfigMap and a DaemonSet, got %d documents", what, m.all)
 	}
 	for _, p := range checkDaemonSet(m.ds, m.cm) {
 		t.Error(p)
@@ -394,15 +401,7 @@ func renderChartFiles(overrides map[string]any) (map[string]string, error) {
 // manifest, and passes the same checks.
 func TestHelmChartMatchesManifest(t *testing.T) {
 	rendered := decodeDocs(t, renderChart(t, nil))
-	if rendered.ds == nil || rendered.cm == nil || rendered.ns == nil {
-		t.Fatalf("chart renders %d documents, want a Namespace, a DaemonSet and a ConfigMap", rendered.all)
-	}
-	for _, p := range checkDaemonSet(rendered.ds, rendered.cm) {
-		t.Error(p)
-	}
-	for _, p := range checkNamespace(rendered.ns, rendered.ds) {
-		t.Error(p)
-	}
+	checkAgentDocs(t, "the chart", rendered)
 
 	data, _ := os.ReadFile("daemonset.yaml")
 	plain := decodeDocs(t, data)

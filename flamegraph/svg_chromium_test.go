@@ -2,7 +2,6 @@ package flamegraph
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/triage-agent/triage/internal/cdp"
-	"github.com/triage-agent/triage/internal/testenv"
 )
 
 const screenshotPath = "../testdata/flamegraph/screenshot.png"
@@ -22,9 +20,6 @@ const screenshotPath = "../testdata/flamegraph/screenshot.png"
 // highlight and the matched share. With -update it refreshes the screenshot
 // kept under testdata.
 func TestSVGInChromium(t *testing.T) {
-	if _, err := cdp.FindBrowser(); err != nil {
-		testenv.Unavailable(t, "chromium not installed (Debian package chromium)")
-	}
 	var svg bytes.Buffer
 	if err := WriteSVG(&svg, syntheticProfile(1), SVGOptions{Title: "synthetic profile"}); err != nil {
 		t.Fatal(err)
@@ -33,17 +28,7 @@ func TestSVGInChromium(t *testing.T) {
 	if err := os.WriteFile(path, svg.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := cdp.Launch(cdp.Options{Width: 1220, Height: 320})
-	if err != nil {
-		t.Fatalf("launching chromium: %v", err)
-	}
-	defer b.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	page, err := b.NewPage(ctx, "file://"+path)
-	if err != nil {
-		t.Fatalf("opening the SVG: %v", err)
-	}
+	page, ctx := cdp.OpenTestPage(t, cdp.Options{Width: 1220, Height: 320}, "file://"+path, 60*time.Second)
 	frame := func(name string) string {
 		return fmt.Sprintf(`[...document.querySelectorAll("g.f")].find(g => g.getAttribute("data-n") === %q)`, name)
 	}

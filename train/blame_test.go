@@ -10,12 +10,9 @@ import (
 // loss of the urgent task is the long task's blame; nobody blames the
 // urgent one, which held the worker while no one waited.
 func TestBlameGoesToTheTaskThatHeldTheWorker(t *testing.T) {
-	sc, err := ParseScenario([]byte(`{"name":"blame","seed":1,"duration_s":1,"workers":1,
+	sc := mustParseScenario(t, `{"name":"blame","seed":1,"duration_s":1,"workers":1,
 	 "arrival":{"process":"poisson","rate_per_s":1},
-	 "classes":[{"name":"a","share":1,"sla_ms":20,"cost_ms":{"dist":"exponential","mean":1}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	 "classes":[{"name":"a","share":1,"sla_ms":20,"cost_ms":{"dist":"exponential","mean":1}}]}`)
 	tasks := []Task{
 		{ID: 0, ArrivalMs: 0, Class: 0, CostMs: 100, ExpectedMs: 100, SLAMs: 1000, Weight: 1},
 		{ID: 1, ArrivalMs: 1, Class: 0, CostMs: 1, ExpectedMs: 1, SLAMs: 20, Weight: 1},

@@ -106,15 +106,12 @@ func LoadCalibration(path string) (*Calibration, error) {
 
 // ParseCalibration decodes a calibration strictly and validates it.
 func ParseCalibration(b []byte) (*Calibration, error) {
-	var c Calibration
-	if err := decodeStrict(b, maxCalibrationBytes, &c, ErrBadCalibration); err != nil {
-		return nil, err
-	}
-	if err := c.Validate(); err != nil {
+	c, err := parseValid[Calibration](b, maxCalibrationBytes, ErrBadCalibration)
+	if err != nil {
 		return nil, err
 	}
 	c.monotone()
-	return &c, nil
+	return c, nil
 }
 
 // monotone makes each slowdown at least the one of the level below it:

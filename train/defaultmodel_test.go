@@ -15,11 +15,7 @@ import (
 // Runtime is required: without the library (TRIAGE_ONNXRUNTIME_LIB, or the
 // cache of scripts/fetch-onnxruntime.sh) this fails rather than skips.
 func TestDefaultModelBeatsFIFOOnOverload(t *testing.T) {
-	sess, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{Device: policy.DeviceCPU})
-	if err != nil {
-		t.Fatalf("loading the default model through ONNX Runtime (run scripts/fetch-onnxruntime.sh and set TRIAGE_ONNXRUNTIME_LIB): %v", err)
-	}
-	defer sess.Close()
+	sess := loadDefaultModel(t)
 	sc, err := train.ParseScenario([]byte(`{"name":"short-overload","seed":77,"duration_s":20,"workers":4,
 	 "arrival":{"process":"poisson","rate_per_s":160},
 	 "classes":[{"name":"fast","share":0.6,"sla_ms":25,"cost_ms":{"dist":"lognormal","median":2.5,"p99":9}},
@@ -43,11 +39,7 @@ func TestDefaultModelBeatsFIFOOnOverload(t *testing.T) {
 // weights must make the same decisions in the simulator, so training-time
 // evaluation (Go) and serving (ORT) agree.
 func TestORTAndGoAgreeInTheSimulator(t *testing.T) {
-	sess, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{Device: policy.DeviceCPU})
-	if err != nil {
-		t.Fatalf("loading the default model through ONNX Runtime: %v", err)
-	}
-	defer sess.Close()
+	sess := loadDefaultModel(t)
 	sc, err := train.ParseScenario([]byte(`{"name":"agree","seed":5,"duration_s":10,"workers":2,
 	 "arrival":{"process":"poisson","rate_per_s":60},
 	 "classes":[{"name":"a","share":0.7,"sla_ms":20,"cost_ms":{"dist":"exponential","mean":3}},
@@ -80,11 +72,7 @@ func TestDefaultPolicyAtLeastItsGuardOnTheSelectionScenarios(t *testing.T) {
 	if testing.Short() {
 		t.Skip("60 generated scenarios, about 15 s: not in -short")
 	}
-	sess, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{Device: policy.DeviceCPU})
-	if err != nil {
-		t.Fatalf("loading the default model through ONNX Runtime: %v", err)
-	}
-	defer sess.Close()
+	sess := loadDefaultModel(t)
 	var dqn, alone, ctl float64
 	scs := append(train.Generate(200, 30, train.GenConfig{}), train.Generate(300, 30, train.GenConfig{})...)
 	for _, sc := range scs {
@@ -120,11 +108,7 @@ func TestDefaultPolicyAtLeastItsGuardOnTheSelectionScenarios(t *testing.T) {
 // FIFO's. Where it stands against the rules and controllers is reported
 // (docs/policy.md), not asserted: the shared files are validation.
 func TestDefaultPolicyHeldOut(t *testing.T) {
-	sess, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{Device: policy.DeviceCPU})
-	if err != nil {
-		t.Fatalf("loading the default model through ONNX Runtime: %v", err)
-	}
-	defer sess.Close()
+	sess := loadDefaultModel(t)
 	for _, name := range []string{"steady", "bursty", "overload"} {
 		sc, err := train.LoadScenario("../testdata/heldout/" + name + ".json")
 		if err != nil {
@@ -150,4 +134,16 @@ func TestDefaultPolicyHeldOut(t *testing.T) {
 			t.Errorf("overload: DQN goodput %.2f/s under 3.8× FIFO's %.2f/s", dqn.GoodputPerS, fifo)
 		}
 	}
+}
+
+// loadDefaultModel is the embedded default model in an ONNX Runtime session
+// on the CPU, closed when the test ends.
+func loadDefaultModel(t *testing.T) *policy.Session {
+	t.Helper()
+	sess, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{Device: policy.DeviceCPU})
+	if err != nil {
+		t.Fatalf("loading the default model through ONNX Runtime (run scripts/fetch-onnxruntime.sh and set TRIAGE_ONNXRUNTIME_LIB): %v", err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	return sess
 }

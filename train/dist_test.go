@@ -52,12 +52,9 @@ func TestDistSamplesMatchParameters(t *testing.T) {
 }
 
 func TestArrivalRateFollowsBurstsAndRamp(t *testing.T) {
-	sc, err := ParseScenario([]byte(`{"name":"r","seed":5,"duration_s":100,"workers":2,
+	sc := mustParseScenario(t, `{"name":"r","seed":5,"duration_s":100,"workers":2,
 	 "arrival":{"process":"poisson","rate_per_s":100,"ramp_to_per_s":300,"bursts":[{"at_s":10,"for_s":5,"factor":4}]},
-	 "classes":[{"name":"a","share":1,"sla_ms":10,"cost_ms":{"dist":"constant","value":1}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	 "classes":[{"name":"a","share":1,"sla_ms":10,"cost_ms":{"dist":"constant","value":1}}]}`)
 	tasks := sc.Arrivals(sc.Seed)
 	count := func(lo, hi float64) float64 {
 		n := 0

@@ -25,6 +25,27 @@ func addFiles(f *testing.F, pattern string) {
 	}
 }
 
+// parsedAndRoundTripped parses b: a refusal must wrap sentinel (nil is
+// returned), and what parses must parse again once written back as JSON.
+func parsedAndRoundTripped[T any](t *testing.T, parse func([]byte) (*T, error), sentinel error, b []byte) *T {
+	t.Helper()
+	v, err := parse(b)
+	if err != nil {
+		if !errors.Is(err, sentinel) {
+			t.Fatalf("error wraps no sentinel: %v", err)
+		}
+		return nil
+	}
+	again, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("marshalling a valid %T: %v", v, err)
+	}
+	if _, err := parse(again); err != nil {
+		t.Fatalf("a valid %T, written and read back, is refused: %v\n%s", v, err, again)
+	}
+	return v
+}
+
 // FuzzParseScenario: a scenario file, whatever its bytes, is refused with
 // ErrBadScenario or is a scenario that validates again after a JSON round
 // trip; a small one generates arrivals inside its duration, of its
@@ -34,19 +55,9 @@ func FuzzParseScenario(f *testing.F) {
 	addFiles(f, "testdata/malformed.json")
 	f.Add([]byte(`{"name":"x","duration_s":1,"workers":1,"arrival":{"process":"poisson","rate_per_s":5},"classes":[{"name":"a","share":1,"sla_ms":10,"cost_ms":{"dist":"fixed","value":1}}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		sc, err := ParseScenario(b)
-		if err != nil {
-			if !errors.Is(err, ErrBadScenario) {
-				t.Fatalf("error wraps no sentinel: %v", err)
-			}
+		sc := parsedAndRoundTripped(t, ParseScenario, ErrBadScenario, b)
+		if sc == nil {
 			return
-		}
-		again, err := json.Marshal(sc)
-		if err != nil {
-			t.Fatalf("marshalling a valid scenario: %v", err)
-		}
-		if _, err := ParseScenario(again); err != nil {
-			t.Fatalf("a valid scenario, written and read back, is refused: %v\n%s", err, again)
 		}
 		if sc.Arrival.maxRate()*sc.DurationS > 2000 {
 			return // generating is the simulator's cost, not the parser's
@@ -71,19 +82,9 @@ func FuzzParseCalibration(f *testing.F) {
 	addFiles(f, "calibration/*.json")
 	f.Add([]byte(`{"schema":"x"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := ParseCalibration(b)
-		if err != nil {
-			if !errors.Is(err, ErrBadCalibration) {
-				t.Fatalf("error wraps no sentinel: %v", err)
-			}
+		c := parsedAndRoundTripped(t, ParseCalibration, ErrBadCalibration, b)
+		if c == nil {
 			return
-		}
-		again, err := json.Marshal(c)
-		if err != nil {
-			t.Fatalf("marshalling a valid calibration: %v", err)
-		}
-		if _, err := ParseCalibration(again); err != nil {
-			t.Fatalf("a valid calibration, written and read back, is refused: %v", err)
 		}
 		for _, load := range []float64{0, 0.3, 1, 2.5, 8, 100} {
 			l := c.CPUAt(load)

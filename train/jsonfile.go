@@ -49,3 +49,19 @@ func decodeStrict(b []byte, limit int, v any, sentinel error) error {
 	}
 	return nil
 }
+
+// parseValid decodes b strictly (decodeStrict) into a new T and validates
+// it: a scenario and a calibration are both refused whole, never half-read.
+func parseValid[T any, PT interface {
+	*T
+	Validate() error
+}](b []byte, limit int, sentinel error) (*T, error) {
+	v := PT(new(T))
+	if err := decodeStrict(b, limit, v, sentinel); err != nil {
+		return nil, err
+	}
+	if err := v.Validate(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}

@@ -41,10 +41,7 @@ func nodeScenario(t *testing.T, cpus int) *Scenario {
 	 "interference":[{"kind":"cpu","at_s":20,"for_s":20,"threads":4},{"kind":"io","at_s":40,"for_s":10,"writers":8}],
 	 "classes":[{"name":"cpu","share":0.5,"sla_ms":100,"cost_ms":{"dist":"constant","value":10}},
 	            {"name":"io","share":0.5,"sla_ms":100,"io_share":0.5,"cost_ms":{"dist":"constant","value":10}}]}`)
-	sc, err := ParseScenario([]byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := mustParseScenario(t, src)
 	return sc
 }
 

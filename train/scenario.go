@@ -89,14 +89,7 @@ func LoadScenario(path string) (*Scenario, error) {
 // ParseScenario decodes a scenario strictly (unknown fields are errors) and
 // validates it.
 func ParseScenario(b []byte) (*Scenario, error) {
-	var sc Scenario
-	if err := decodeStrict(b, maxScenarioBytes, &sc, ErrBadScenario); err != nil {
-		return nil, err
-	}
-	if err := sc.Validate(); err != nil {
-		return nil, err
-	}
-	return &sc, nil
+	return parseValid[Scenario](b, maxScenarioBytes, ErrBadScenario)
 }
 
 func bad(format string, args ...any) error {

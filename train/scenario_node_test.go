@@ -46,10 +46,7 @@ func TestParseV2ScenarioRejects(t *testing.T) {
 }
 
 func TestNeighbourLoadAddsOverlappingEpisodes(t *testing.T) {
-	sc, err := ParseScenario([]byte(strings.Replace(goodV2, `"at_s":30`, `"at_s":15`, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := mustParseScenario(t, strings.Replace(goodV2, `"at_s":30`, `"at_s":15`, 1))
 	// cpu: 2 threads over [10, 30); io: 4 writers over [15, 25).
 	for _, c := range []struct {
 		t                float64

@@ -10,13 +10,10 @@ import (
 
 func tinyScenario(t testing.TB, rate float64) *Scenario {
 	t.Helper()
-	sc, err := ParseScenario([]byte(`{"name":"tiny","seed":11,"duration_s":20,"workers":2,
-	 "arrival":{"process":"poisson","rate_per_s":` + ftoa(rate) + `},
+	sc := mustParseScenario(t, `{"name":"tiny","seed":11,"duration_s":20,"workers":2,
+	 "arrival":{"process":"poisson","rate_per_s":`+ftoa(rate)+`},
 	 "classes":[{"name":"short","share":0.7,"sla_ms":15,"cost_ms":{"dist":"lognormal","median":2,"p99":6}},
-	            {"name":"long","share":0.3,"sla_ms":1000,"cost_ms":{"dist":"lognormal","median":40,"p99":150}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	            {"name":"long","share":0.3,"sla_ms":1000,"cost_ms":{"dist":"lognormal","median":40,"p99":150}}]}`)
 	return sc
 }
 

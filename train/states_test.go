@@ -48,12 +48,9 @@ func TestSpreadOutside(t *testing.T) {
 // The recorder sees the states a simulated policy decides on, and the
 // decisions are the wrapped decider's.
 func TestRecordingDeciderKeepsTheSimulatedStates(t *testing.T) {
-	sc, err := ParseScenario([]byte(`{"name":"rec","seed":1,"duration_s":2,"workers":2,
+	sc := mustParseScenario(t, `{"name":"rec","seed":1,"duration_s":2,"workers":2,
 	 "arrival":{"process":"poisson","rate_per_s":50},
-	 "classes":[{"name":"a","share":1,"sla_ms":50,"cost_ms":{"dist":"constant","value":5}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	 "classes":[{"name":"a","share":1,"sla_ms":50,"cost_ms":{"dist":"constant","value":5}}]}`)
 	rec := &RecordingDecider{Decider: constDecider(3)}
 	outs, err := Run(sc, &DeciderPolicy{Label: "rec", Decider: rec}, SimConfig{})
 	if err != nil {

@@ -1,5 +1,7 @@
 package wire
 
+import "strconv"
+
 // Code numbers the application errors of the native protocol. The same value
 // is used as the QUIC stream error code (CancelRead/CancelWrite), the QUIC
 // connection error code (CloseWithError) and Error.code in an Error message,
@@ -46,22 +48,7 @@ func (c Code) String() string {
 	if n, ok := codeNames[c]; ok {
 		return n
 	}
-	return "code 0x" + hexDigits(uint32(c))
-}
-
-func hexDigits(v uint32) string {
-	const digits = "0123456789abcdef"
-	if v == 0 {
-		return "0"
-	}
-	var b [8]byte
-	i := len(b)
-	for v > 0 {
-		i--
-		b[i] = digits[v&0xf]
-		v >>= 4
-	}
-	return string(b[i:])
+	return "code 0x" + strconv.FormatUint(uint64(c), 16)
 }
 
 // ProtocolVersion is the version a client states in Hello.

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/triage-agent/triage/codec"
 )
 
@@ -58,15 +56,7 @@ func TestPooledFrameWriterWritesTheSameFrames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, m := range msgs {
-		var env Envelope
-		if err := fr.Read(&env); err != nil {
-			t.Fatalf("frame %d: %v", i, err)
-		}
-		if !proto.Equal(&env, m) {
-			t.Fatalf("frame %d differs", i)
-		}
-	}
+	wantFrames(t, fr, msgs)
 }
 
 // A writer of a pool keeps no encoder: a thousand of them, each having

@@ -7,8 +7,6 @@ import (
 	"io"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/triage-agent/triage/codec"
 )
 
@@ -37,15 +35,7 @@ func TestFrameRoundTripStreamOfMessages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, want := range msgs {
-			var got Envelope
-			if err := fr.Read(&got); err != nil {
-				t.Fatalf("message %d: %v", i, err)
-			}
-			if !proto.Equal(&got, want) {
-				t.Fatalf("message %d: got %v want %v", i, &got, want)
-			}
-		}
+		wantFrames(t, fr, msgs)
 		var end Envelope
 		if err := fr.Read(&end); !errors.Is(err, io.EOF) {
 			t.Fatalf("after the last message: %v, want io.EOF", err)

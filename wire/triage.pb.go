@@ -670,8 +670,14 @@ type Subscribe struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Mode          SubscribeMode          `protobuf:"varint,1,opt,name=mode,proto3,enum=triage.wire.v1.SubscribeMode" json:"mode,omitempty"`
 	MinIntervalMs uint32                 `protobuf:"varint,2,opt,name=min_interval_ms,json=minIntervalMs,proto3" json:"min_interval_ms,omitempty"` // 0 = server default
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Table mode: the oldest table the client decides from (its
+	// MaxStaleness). The agent then pushes a table when its content changes
+	// and otherwise re-dates it at least every third of this, so that a
+	// healthy agent's table never ages past it at the client. 0 (a client
+	// that does not say) gets every refresh pushed, as before this field.
+	MaxStalenessMs uint32 `protobuf:"varint,3,opt,name=max_staleness_ms,json=maxStalenessMs,proto3" json:"max_staleness_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Subscribe) Reset() {
@@ -714,6 +720,13 @@ func (x *Subscribe) GetMode() SubscribeMode {
 func (x *Subscribe) GetMinIntervalMs() uint32 {
 	if x != nil {
 		return x.MinIntervalMs
+	}
+	return 0
+}
+
+func (x *Subscribe) GetMaxStalenessMs() uint32 {
+	if x != nil {
+		return x.MaxStalenessMs
 	}
 	return 0
 }
@@ -1673,10 +1686,11 @@ const file_triage_proto_rawDesc = "" +
 	"\bcpu_util\x18\t \x01(\x02R\acpuUtil\x12\x14\n" +
 	"\x05model\x18\n" +
 	" \x01(\tR\x05model\x12\x12\n" +
-	"\x04node\x18\v \x01(\tR\x04node\"f\n" +
+	"\x04node\x18\v \x01(\tR\x04node\"\x90\x01\n" +
 	"\tSubscribe\x121\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x1d.triage.wire.v1.SubscribeModeR\x04mode\x12&\n" +
-	"\x0fmin_interval_ms\x18\x02 \x01(\rR\rminIntervalMs\"\x19\n" +
+	"\x0fmin_interval_ms\x18\x02 \x01(\rR\rminIntervalMs\x12(\n" +
+	"\x10max_staleness_ms\x18\x03 \x01(\rR\x0emaxStalenessMs\"\x19\n" +
 	"\x03Ack\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\x04R\x04hash\"7\n" +
 	"\x05Hello\x12\x18\n" +

@@ -69,28 +69,16 @@ func topN(m map[string]int64, n int) []string {
 // of the five top self-time functions in common.
 func TestTopFiveAgreesWithPerf(t *testing.T) {
 	requireRoot(t)
-	perf, err := exec.LookPath("perf")
-	if err != nil {
-		testenv.Unavailable(t, "perf (Debian linux-perf) not installed")
-	}
+	perf := lookPerf(t)
 	bin := buildGoTarget(t)
 	cmd := startTarget(t, bin, "-mode", "mix", "-duration", "30s")
 	pid := cmd.Process.Pid
 	data := filepath.Join(t.TempDir(), "perf.data")
-	perfCmd := exec.Command(perf, "record", "-q", "-e", "cpu-clock", "-F", "499", "-g", "-p", fmt.Sprint(pid), "-o", data, "--", "sleep", "2")
-	var perfOut bytes.Buffer
-	perfCmd.Stdout, perfCmd.Stderr = &perfOut, &perfOut
-	if err := perfCmd.Start(); err != nil {
-		t.Fatalf("perf record: %v", err)
-	}
-	res := record(t, pid, 2*time.Second, 499, false)
-	if err := perfCmd.Wait(); err != nil {
-		t.Fatalf("perf record: %v\n%s", err, perfOut.String())
-	}
-	script, err := exec.Command(perf, "script", "-i", data, "-F", "comm,pid,tid,time,event,ip,sym").Output()
-	if err != nil {
-		t.Fatalf("perf script: %v", err)
-	}
+	var res *Result
+	alongsidePerf(t, []string{perf, "record", "-q", "-e", "cpu-clock", "-F", "499", "-g", "-p", fmt.Sprint(pid), "-o", data, "--", "sleep", "2"}, func() {
+		res = record(t, pid, 2*time.Second, 499, false)
+	})
+	script := perfScript(t, perf, data, "comm,pid,tid,time,event,ip,sym")
 	perfLeaves, err := foldPerfScript(script)
 	if err != nil {
 		t.Fatal(err)
@@ -133,4 +121,40 @@ func TestFoldPerfScript(t *testing.T) {
 	if got["main.workA"] != 1 || got["read_zero"] != 1 || len(got) != 2 {
 		t.Fatalf("fold = %v", got)
 	}
+}
+
+// lookPerf is the path of Debian's perf (linux-perf), the peer profiler.
+func lookPerf(t *testing.T) string {
+	t.Helper()
+	perf, err := exec.LookPath("perf")
+	if err != nil {
+		testenv.Unavailable(t, "perf (Debian linux-perf) not installed")
+	}
+	return perf
+}
+
+// alongsidePerf runs the `perf record` command line args while ours
+// records the same target, and fails the test if perf fails.
+func alongsidePerf(t *testing.T, args []string, ours func()) {
+	t.Helper()
+	perfCmd := exec.Command(args[0], args[1:]...)
+	var perfOut bytes.Buffer
+	perfCmd.Stdout, perfCmd.Stderr = &perfOut, &perfOut
+	if err := perfCmd.Start(); err != nil {
+		t.Fatalf("perf record: %v", err)
+	}
+	ours()
+	if err := perfCmd.Wait(); err != nil {
+		t.Fatalf("perf record: %v\n%s", err, perfOut.String())
+	}
+}
+
+// perfScript is `perf script` of the recording in data, with fields.
+func perfScript(t *testing.T, perf, data, fields string) []byte {
+	t.Helper()
+	out, err := exec.Command(perf, "script", "-i", data, "-F", fields).Output()
+	if err != nil {
+		t.Fatalf("perf script: %v", err)
+	}
+	return out
 }

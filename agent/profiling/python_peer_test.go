@@ -6,7 +6,6 @@ import (
 	"debug/elf"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -232,10 +231,7 @@ func pythonPerfPeerCommand(perf string, pid int, data string) []string {
 // callers of the hottest one, and the same most frequent stack under it.
 func TestPythonAgreesWithPerfDwarf(t *testing.T) {
 	requireRoot(t)
-	perf, err := exec.LookPath("perf")
-	if err != nil {
-		testenv.Unavailable(t, "perf (Debian linux-perf) not installed")
-	}
+	perf := lookPerf(t)
 	if _, err := os.Stat(debianPython); err != nil {
 		testenv.Unavailable(t, debianPython+" (Debian python3.11) not installed")
 	}
@@ -246,21 +242,11 @@ func TestPythonAgreesWithPerfDwarf(t *testing.T) {
 	cmd := startTarget(t, debianPython, script)
 	pid := cmd.Process.Pid
 	data := filepath.Join(t.TempDir(), "perf.data")
-	args := pythonPerfPeerCommand(perf, pid, data)
-	perfCmd := exec.Command(args[0], args[1:]...)
-	var perfOut bytes.Buffer
-	perfCmd.Stdout, perfCmd.Stderr = &perfOut, &perfOut
-	if err := perfCmd.Start(); err != nil {
-		t.Fatalf("perf record: %v", err)
-	}
-	res := recordMode(t, pid, 2*time.Second, 499, UnwindTables)
-	if err := perfCmd.Wait(); err != nil {
-		t.Fatalf("perf record: %v\n%s", err, perfOut.String())
-	}
-	out, err := exec.Command(perf, "script", "-i", data, "-F", "ip,sym,dso").Output()
-	if err != nil {
-		t.Fatalf("perf script: %v", err)
-	}
+	var res *Result
+	alongsidePerf(t, pythonPerfPeerCommand(perf, pid, data), func() {
+		res = recordMode(t, pid, 2*time.Second, 499, UnwindTables)
+	})
+	out := perfScript(t, perf, data, "ip,sym,dso")
 	if res.OnCPU == nil {
 		t.Fatal("no on-CPU samples")
 	}

@@ -33,8 +33,7 @@ func decidePayload(t *testing.T, n int) []byte {
 // answer with the right code and reason, keep the connection (the same raw
 // connection sends a good request afterwards), and serve a new client.
 func TestBadInputClosesOnlyItsStream(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{MaxFrameBytes: 64 << 10}, b)
+	ts := startGoServer(t, serve.Config{MaxFrameBytes: 64 << 10})
 	rc := dialRaw(t, ts, "", nil)
 
 	good := decidePayload(t, 2)
@@ -261,16 +260,11 @@ func TestConfigRefusesOpenListenWithoutAuth(t *testing.T) {
 }
 
 func TestConnectionLimitPerIP(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{MaxConnsPerIP: 2}, b)
+	ts := startGoServer(t, serve.Config{MaxConnsPerIP: 2})
 	c1 := ts.dial(t, ts.clientConfig())
 	c2 := ts.dial(t, ts.clientConfig())
 	ctx := callCtx(t)
-	_, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
-	var se *client.ServerError
-	if !errors.As(err, &se) || se.Code != wire.CodeTooManyConnections {
-		t.Fatalf("third connection: err %v, want CodeTooManyConnections", err)
-	}
+	ts.wantTooManyConnections(t, ctx, "third connection")
 	for _, c := range []*client.Client{c1, c2} {
 		if _, err := c.Decide(ctx, sampleTasks(1)); err != nil {
 			t.Fatalf("admitted client: %v", err)

@@ -133,8 +133,7 @@ func TestClientCAReloadedFromDisk(t *testing.T) {
 	caFile := filepath.Join(dir, "ca.crt")
 	ca1, ca2 := testpki.NewCA(t, "first CA"), testpki.NewCA(t, "second CA")
 	testenv.ReplaceFile(t, caFile, ca1.PEM())
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{ClientCAFile: caFile}, b)
+	ts := startGoServer(t, serve.Config{ClientCAFile: caFile})
 	dial := func(ca *testpki.CA) error {
 		cfg := ts.clientConfig()
 		cfg.Certificates = []tls.Certificate{ca.IssueClient(t, "upstream-service")}

@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"log/slog"
 	"math"
@@ -91,6 +92,14 @@ func startServer(t testing.TB, cfg serve.Config, b serve.Backend) *testServer {
 	return ts
 }
 
+// startGoServer starts an endpoint (startServer) serving the plain Go MLP
+// (goBackend).
+func startGoServer(t testing.TB, cfg serve.Config) *testServer {
+	t.Helper()
+	b, _ := goBackend()
+	return startServer(t, cfg, b)
+}
+
 func (ts *testServer) stop(t testing.TB) {
 	ts.stopOnce.Do(func() { ts.doStop(t) })
 }
@@ -156,6 +165,31 @@ func dialAndClose(ctx context.Context, ts *testServer) error {
 	if err == nil {
 		c.Close()
 	}
+	return err
+}
+
+// wantTooManyConnections dials once more and wants the endpoint to say
+// why it refuses: CodeTooManyConnections, after the handshake.
+func (ts *testServer) wantTooManyConnections(t testing.TB, ctx context.Context, what string) {
+	t.Helper()
+	_, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
+	var se *client.ServerError
+	if !errors.As(err, &se) || se.Code != wire.CodeTooManyConnections {
+		t.Fatalf("%s: err %v, want CodeTooManyConnections", what, err)
+	}
+}
+
+// dialTCPAndRead opens a pinned TLS connection (HTTP/1.1) to the TCP port
+// and reads one byte within 5 s. A connection refused at accept fails the
+// dial or the read; the error says which.
+func (ts *testServer) dialTCPAndRead() error {
+	tc, err := tls.Dial("tcp", ts.TCPAddr().String(), pinnedTLS(ts, "http/1.1"))
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	tc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = tc.Read(make([]byte, 1))
 	return err
 }
 

@@ -14,8 +14,7 @@ import (
 // One decide on each protocol is counted once, under its own protocol
 // label, by the one call path; a refused call under its code.
 func TestMetricsByProtocol(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{MaxBatch: 2}, b)
+	ts := startGoServer(t, serve.Config{MaxBatch: 2})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(ts.Collectors()...)
 	ctx := callCtx(t)

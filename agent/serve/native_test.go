@@ -51,8 +51,7 @@ func TestNativeDecideMatchesPolicy(t *testing.T) {
 }
 
 func TestNativeConcurrentPipelined(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{}, b)
+	ts := startGoServer(t, serve.Config{})
 	c := ts.dial(t, ts.clientConfig())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -109,8 +108,7 @@ func TestNativeOutcomes(t *testing.T) {
 }
 
 func TestNativeBatchLimit(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{MaxBatch: 8}, b)
+	ts := startGoServer(t, serve.Config{MaxBatch: 8})
 	c := ts.dial(t, ts.clientConfig())
 	ctx := callCtx(t)
 	_, err := c.Decide(ctx, sampleTasks(9))

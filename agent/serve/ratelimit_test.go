@@ -1,7 +1,6 @@
 package serve_test
 
 import (
-	"crypto/tls"
 	"errors"
 	"testing"
 	"time"
@@ -10,15 +9,13 @@ import (
 
 	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/client"
-	"github.com/triage-agent/triage/wire"
 )
 
 // Past MaxNewConnsPerIP new connections a second, a QUIC attempt is
 // refused before its handshake (CONNECTION_REFUSED) and a TCP one at
 // accept; both are counted.
 func TestNewConnectionRatePerIP(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{MaxNewConnsPerIP: 3}, b)
+	ts := startGoServer(t, serve.Config{MaxNewConnsPerIP: 3})
 	ctx := callCtx(t)
 	var refused error
 	for i := range 10 {
@@ -37,13 +34,7 @@ func TestNewConnectionRatePerIP(t *testing.T) {
 		t.Fatalf("over the rate: %v, want CONNECTION_REFUSED", refused)
 	}
 	before := ts.Stats().RejectedConns.Load()
-	tc, err := tls.Dial("tcp", ts.TCPAddr().String(), pinnedTLS(ts, "http/1.1"))
-	if err == nil {
-		tc.SetReadDeadline(time.Now().Add(5 * time.Second))
-		_, err = tc.Read(make([]byte, 1))
-		tc.Close()
-	}
-	if err == nil {
+	if err := ts.dialTCPAndRead(); err == nil {
 		t.Fatal("a TCP connection over the rate was served")
 	}
 	if ts.Stats().RejectedConns.Load() <= before {
@@ -58,16 +49,11 @@ func TestNewConnectionRatePerIP(t *testing.T) {
 // after the handshake); trying again within the second it is refused
 // before the handshake, until one of its connections closes.
 func TestConnectionLimitRefusedEarlyWhenRepeated(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{MaxConnsPerIP: 1}, b)
+	ts := startGoServer(t, serve.Config{MaxConnsPerIP: 1})
 	c1 := ts.dial(t, ts.clientConfig())
 	ctx := callCtx(t)
+	ts.wantTooManyConnections(t, ctx, "first connection over the limit")
 	_, err := client.Dial(ctx, ts.addr(), ts.clientConfig())
-	var se *client.ServerError
-	if !errors.As(err, &se) || se.Code != wire.CodeTooManyConnections {
-		t.Fatalf("first connection over the limit: %v, want CodeTooManyConnections", err)
-	}
-	_, err = client.Dial(ctx, ts.addr(), ts.clientConfig())
 	var te *quic.TransportError
 	if !errors.As(err, &te) || te.ErrorCode != quic.ConnectionRefused {
 		t.Fatalf("second connection over the limit: %v, want CONNECTION_REFUSED", err)

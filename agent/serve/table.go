@@ -10,8 +10,9 @@ import (
 )
 
 // Decision tables on triage/1 (docs/local-decisions.md): a subscription
-// in SUBSCRIBE_MODE_TABLE gets the backend's DecisionTable pushed each time
-// the backend brings it up to date, each frame a delta of the previous one;
+// in SUBSCRIBE_MODE_TABLE gets the backend's DecisionTable pushed when what
+// the client decides from changes, and re-dated by a heartbeat otherwise
+// (table_pace.go), each frame a delta of the previous one;
 // the decisions a client takes from it come back in LocalReport calls,
 // which go through the one call path like decide and outcomes. A backend
 // that is not a TableBackend serves neither: the subscription and the
@@ -25,7 +26,11 @@ type TableBackend interface {
 	// Table returns the current table and when the backend last brought it
 	// up to date (nil while it has none). Every table subscription calls it
 	// every interval; the backend may do the work of bringing it up to date
-	// in this call. The returned table is not modified afterwards.
+	// in this call. The returned table is not modified afterwards. Two
+	// tables with the same epoch have the same model, queue edges and
+	// classes (levels included): only queue_len, the node state and the
+	// time may differ, and a subscription pushes on a new epoch, not on
+	// the bytes (table_pace.go).
 	Table() (t *wire.DecisionTable, current time.Time)
 	// ReportLocal takes decisions clients took from tables, each with the
 	// table epoch and cell it came from, and returns how many it accepted.
@@ -49,16 +54,35 @@ func (nc *nativeConn) subscribeTables(ctx context.Context, cancel context.Cancel
 	if !ok {
 		return
 	}
-	var last *wire.DecisionTable
-	var lastAt time.Time
-	pushEach(ctx, str, sw, nc.interval(sub), func() *wire.Envelope {
-		tab, at := tb.Table()
-		if tab == nil || (tab == last && at.Equal(lastAt)) {
-			return nil
+	nc.pushTables(ctx, str, sw, tb, nc.interval(sub), tableHeartbeat(sub))
+}
+
+// pushTables looks at the backend's table every poll and pushes it when
+// tablePace says so, until ctx ends; then it finishes the stream. A write
+// that fails resets it; each may wait 10 s for flow control.
+func (nc *nativeConn) pushTables(ctx context.Context, str *quic.Stream, sw *wire.FrameWriter, tb TableBackend, poll, heartbeat time.Duration) {
+	pace := tablePace{heartbeat: heartbeat}
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			str.Close()
+			return
+		case <-t.C:
 		}
-		last, lastAt = tab, at
-		return &wire.Envelope{Body: &wire.Envelope_DecisionTable{DecisionTable: withAge(tab, time.Since(at))}}
-	})
+		tab, at := tb.Table()
+		now := time.Now()
+		if pace.due(tab, at, now) {
+			_ = str.SetWriteDeadline(now.Add(10 * time.Second))
+			if err := sw.Write(&wire.Envelope{Body: &wire.Envelope_DecisionTable{DecisionTable: withAge(tab, now.Sub(at))}}); err != nil {
+				str.CancelWrite(quic.StreamErrorCode(wire.CodeInternal))
+				return
+			}
+			pace.sent(tab, at, now)
+		}
+		t.Reset(pace.wait(poll, time.Now()))
+	}
 }
 
 // withAge is t with age_us set to age (a new message sharing t's slices:

@@ -205,8 +205,7 @@ func TestGRPCDecider(t *testing.T) {
 // The native protocol and HTTP/3 take string ids too, and a too-long id
 // fails its request only.
 func TestStringIDsOnQUIC(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{}, b)
+	ts := startGoServer(t, serve.Config{})
 	c := ts.dial(t, ts.clientConfig())
 	ctx := callCtx(t)
 	resp, err := c.Decide(ctx, []*wire.Task{{TaskId: "job/2026-12-03/ünïcode", SlaMs: 20}, {Id: 5, SlaMs: 20}})
@@ -272,21 +271,14 @@ func TestTCPMutualTLS(t *testing.T) {
 
 // TCP connections count against the same per-address limit as QUIC ones.
 func TestTCPConnectionLimitShared(t *testing.T) {
-	b, _ := goBackend()
-	ts := startServer(t, serve.Config{MaxConnsPerIP: 2}, b)
+	ts := startGoServer(t, serve.Config{MaxConnsPerIP: 2})
 	c := ts.dial(t, ts.clientConfig()) // one QUIC connection
 	tc1, err := tls.Dial("tcp", ts.TCPAddr().String(), pinnedTLS(ts, "http/1.1"))
 	if err != nil {
 		t.Fatalf("second connection (TCP): %v", err)
 	}
 	defer tc1.Close()
-	tc2, err := tls.Dial("tcp", ts.TCPAddr().String(), pinnedTLS(ts, "http/1.1"))
-	if err == nil {
-		tc2.SetReadDeadline(time.Now().Add(5 * time.Second))
-		_, err = tc2.Read(make([]byte, 1))
-		tc2.Close()
-	}
-	if err == nil {
+	if err := ts.dialTCPAndRead(); err == nil {
 		t.Fatal("third connection (TCP) was served")
 	}
 	if ts.Stats().RejectedConns.Load() == 0 {

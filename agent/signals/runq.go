@@ -1,7 +1,6 @@
 package signals
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/triage-agent/triage/bpf"
-	"golang.org/x/sys/unix"
 )
 
 // maxSchedstatTasks bounds the threads read per sample on the procfs path.
@@ -70,27 +68,13 @@ func newRunqSource(cfg *Config, bpfErr error) *runqSource {
 	return s
 }
 
-func cgroupID(path string) (uint64, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return 0, fmt.Errorf("cgroup %s: %w", path, err)
-	}
-	return st.Ino, nil
-}
-
 func (s *runqSource) watchCgroup(path string, cfg *Config) error {
 	if s.probe == nil {
 		return fmt.Errorf("watching cgroup %s: run-queue probe not attached", path)
 	}
-	id, err := cgroupID(path)
+	id, err := watchCgroupPath(path, "", s.probe.WatchCgroup, bpf.ErrCgroupMapFull, &s.overflow)
 	if err != nil {
 		return err
-	}
-	if err := s.probe.WatchCgroup(id); err != nil {
-		if errors.Is(err, bpf.ErrCgroupMapFull) {
-			s.overflow++
-		}
-		return fmt.Errorf("watching cgroup %s: %w", path, err)
 	}
 	s.cgroups = append(s.cgroups, cgroupWatch{path: path, id: id, win: NewWindow(cfg.Window, cfg.Interval)})
 	return nil

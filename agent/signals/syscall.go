@@ -78,15 +78,8 @@ func (s *syscallSource) watchCgroup(path string) error {
 	if s.probe == nil {
 		return fmt.Errorf("watching cgroup %s: syscall probe not attached", path)
 	}
-	id, err := cgroupID(path)
-	if err != nil {
+	if _, err := watchCgroupPath(path, " for syscalls", s.probe.WatchCgroup, bpf.ErrSyscallWatchFull, &s.cgroupsOverflow); err != nil {
 		return err
-	}
-	if err := s.probe.WatchCgroup(id); err != nil {
-		if errors.Is(err, bpf.ErrSyscallWatchFull) {
-			s.cgroupsOverflow++
-		}
-		return fmt.Errorf("watching cgroup %s for syscalls: %w", path, err)
 	}
 	s.watched++
 	s.setSource()

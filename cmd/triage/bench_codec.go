@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -63,11 +62,7 @@ func benchCodecCommand(stdout io.Writer, args []string) error {
 	}
 	printCodecTable(stdout, *input, *level, res, stats)
 	if *asJSON {
-		b, err := json.Marshal(res)
-		if err != nil {
-			return fmt.Errorf("encoding result: %w", err)
-		}
-		fmt.Fprintln(stdout, string(b))
+		return printJSONLine(stdout, res)
 	}
 	return nil
 }

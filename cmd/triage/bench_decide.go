@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -66,8 +65,7 @@ func runBenchDecide(args []string) error {
 	}
 	fmt.Printf("model %s through %s; TLS 1.3 everywhere (grpc: gRPC's own server; grpc-agent, http2, http1: the agent's TCP port)\n", res.Model, res.Decider)
 	if *asJSON {
-		b, _ := json.Marshal(res)
-		fmt.Println(string(b))
+		return printJSONLine(os.Stdout, res)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -65,8 +64,7 @@ func runBenchProfiler(args []string) error {
 	}
 	tw.Flush()
 	if *asJSON {
-		b, _ := json.Marshal(res)
-		fmt.Println(string(b))
+		return printJSONLine(os.Stdout, res)
 	}
 	return nil
 }

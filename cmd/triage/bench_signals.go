@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"text/tabwriter"
@@ -37,11 +36,7 @@ func runBenchSignals(args []string) error {
 	}
 	printSignalsBench(res)
 	if *asJSON {
-		b, err := json.Marshal(res)
-		if err != nil {
-			return err
-		}
-		fmt.Println(string(b))
+		return printJSONLine(os.Stdout, res)
 	}
 	return nil
 }

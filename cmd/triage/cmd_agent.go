@@ -34,6 +34,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	var minAgreement float64
 	var guardRange bool
 	var keepUrgent float64
+	var mallocArenas int
 	fs.StringVar(&cfg.QUICAddr, "quic-addr", "", `UDP address of the QUIC endpoint ("" = 127.0.0.1:4433, or :4433 with client authentication)`)
 	fs.StringVar(&tcpAddr, "tcp-addr", tcpAddrAuto, `TCP address of gRPC and JSON over HTTP/1.1 and HTTP/2 ("`+tcpAddrAuto+`" = the --quic-addr host and port number; "" = no TCP listener)`)
 	fs.StringVar(&cfg.AdminAddr, "admin-addr", agent.DefaultAdminAddr, "TCP address of the admin HTTP server (/metrics /healthz /readyz /flamegraphs)")
@@ -64,6 +65,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.StringVar(&cfg.FlamegraphUnwind, "flamegraph-unwind", "auto", "how user stacks are walked: auto (stack copies unwound by .eh_frame where the kernel allows, else frame pointers), dwarf, fp")
 	fs.IntVar(&cfg.FlamegraphCacheBytes, "flamegraph-cache-bytes", flamegraph.DefaultMaxCacheBytes, "cap on the symboliser's cache (symbol tables, inline indexes, unwind tables, JIT maps)")
 	fs.StringVar(&goMem, "go-memory-limit", strconv.Itoa(agent.DefaultGoMemoryLimit>>20)+"MiB", "soft limit of the Go runtime's memory (heap and stacks; 0 = none); GOMEMLIMIT in the environment wins")
+	fs.IntVar(&mallocArenas, mallocArenasFlag, agent.DefaultMallocArenas, "most glibc malloc arenas, ONNX Runtime's C heap (0 = glibc's default, 8 per CPU); the agent re-executes itself with MALLOC_ARENA_MAX, which wins when already set")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "node name for metrics and node state (\"\" = host name; the DaemonSet sets it from spec.nodeName)")
 	fs.DurationVar(&cfg.BatchWindow, "batch-window", 0, "extra time a decision batch waits for more requests (0 = only what arrived during the previous batch)")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", agent.DefaultMaxBatch, "most tasks in one batched model call")
@@ -85,6 +87,9 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	finish := func() error {
 		if err := limits.check(); err != nil {
 			return err
+		}
+		if mallocArenas < 0 {
+			return fmt.Errorf("--%s %d: want 0 (glibc's default) or more", mallocArenasFlag, mallocArenas)
 		}
 		if cfg.TableInterval < 0 {
 			return fmt.Errorf("--table-interval %v: want 0 (the default, %v) or more", cfg.TableInterval, agent.DefaultTableInterval)
@@ -160,6 +165,9 @@ func runAgent(args []string) error {
 	}
 	if err := finish(); err != nil {
 		return err
+	}
+	if err := reexecWithArenaLimit(fs.Lookup(mallocArenasFlag).Value.(flag.Getter).Get().(int)); err != nil {
+		cfg.Logger.Warn("the C heap keeps glibc's default arenas", "err", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

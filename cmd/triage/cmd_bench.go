@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 )
@@ -12,6 +14,17 @@ import (
 var benches = map[string]func(args []string) error{}
 
 func registerBench(name string, run func(args []string) error) { benches[name] = run }
+
+// printJSONLine writes v as one line of JSON: what a bench prints last with
+// --json, for scripts that read the last line.
+func printJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding result: %w", err)
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
 
 func init() {
 	register("bench", "run a benchmark: "+"codec | decide | signals | e2e | ... (--json for one JSON line)", func(args []string) error {

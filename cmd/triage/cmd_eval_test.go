@@ -31,10 +31,9 @@ func captureStdout(t *testing.T, f func() error) (string, error) {
 // the DQN (the embedded model through ONNX Runtime) under "dqn".
 func TestEvalJSONLastLine(t *testing.T) {
 	dir := t.TempDir()
-	sc := filepath.Join(dir, "s.json")
-	os.WriteFile(sc, []byte(`{"name":"cli","seed":3,"duration_s":5,"workers":2,
+	sc := writeScenario(t, dir, `{"name":"cli","seed":3,"duration_s":5,"workers":2,
 	 "arrival":{"process":"poisson","rate_per_s":50},
-	 "classes":[{"name":"a","share":1,"sla_ms":30,"cost_ms":{"dist":"exponential","mean":3}}]}`), 0o644)
+	 "classes":[{"name":"a","share":1,"sla_ms":30,"cost_ms":{"dist":"exponential","mean":3}}]}`)
 	plot := filepath.Join(dir, "p.svg")
 	out, err := captureStdout(t, func() error { return runEval([]string{"--scenario", sc, "--json", "--plot", plot}) })
 	if err != nil {

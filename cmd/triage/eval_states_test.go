@@ -17,10 +17,9 @@ import (
 // and no queue, which the one-class scenario at a low load never sees.
 func TestEvalStatesFromMarksTheFeaturesOutsideTheSimulation(t *testing.T) {
 	dir := t.TempDir()
-	sc := filepath.Join(dir, "s.json")
-	os.WriteFile(sc, []byte(`{"name":"states","seed":3,"duration_s":5,"workers":2,
+	sc := writeScenario(t, dir, `{"name":"states","seed":3,"duration_s":5,"workers":2,
 	 "arrival":{"process":"poisson","rate_per_s":50},
-	 "classes":[{"name":"a","share":1,"sla_ms":30,"cost_ms":{"dist":"exponential","mean":3}}]}`), 0o644)
+	 "classes":[{"name":"a","share":1,"sla_ms":30,"cost_ms":{"dist":"exponential","mean":3}}]}`)
 	exp := filepath.Join(dir, "experience")
 	w, err := experience.Open(exp, experience.Options{})
 	if err != nil {
@@ -65,10 +64,9 @@ func TestEvalStatesFromMarksTheFeaturesOutsideTheSimulation(t *testing.T) {
 
 func TestEvalStatesFromRefusesWhatItCannotCompare(t *testing.T) {
 	dir := t.TempDir()
-	sc := filepath.Join(dir, "s.json")
-	os.WriteFile(sc, []byte(`{"name":"states","seed":3,"duration_s":2,"workers":2,
+	sc := writeScenario(t, dir, `{"name":"states","seed":3,"duration_s":2,"workers":2,
 	 "arrival":{"process":"poisson","rate_per_s":20},
-	 "classes":[{"name":"a","share":1,"sla_ms":30,"cost_ms":{"dist":"constant","value":3}}]}`), 0o644)
+	 "classes":[{"name":"a","share":1,"sla_ms":30,"cost_ms":{"dist":"constant","value":3}}]}`)
 	for _, c := range []struct {
 		args []string
 		want string

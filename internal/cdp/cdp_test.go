@@ -1,37 +1,21 @@
 package cdp
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/triage-agent/triage/internal/testenv"
 )
 
 // TestClickAndType drives a small page with real input events.
 func TestClickAndType(t *testing.T) {
-	if _, err := FindBrowser(); err != nil {
-		testenv.Unavailable(t, "chromium not installed (Debian package chromium)")
-	}
 	page := filepath.Join(t.TempDir(), "p.html")
 	html := `<html><body><button id="b" style="width:200px;height:50px" onclick="document.body.dataset.clicked='yes'">x</button>
 <input id="i" oninput="document.body.dataset.typed=this.value"></body></html>`
 	if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := Launch(Options{})
-	if err != nil {
-		t.Fatalf("Launch: %v", err)
-	}
-	defer b.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := b.NewPage(ctx, "file://"+page)
-	if err != nil {
-		t.Fatalf("NewPage: %v", err)
-	}
+	p, ctx := OpenTestPage(t, Options{}, "file://"+page, 30*time.Second)
 	if err := p.ClickSelector(ctx, "#b"); err != nil {
 		t.Fatal(err)
 	}

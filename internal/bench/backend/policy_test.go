@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/train"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -36,7 +37,7 @@ func TestPolicyDecidesWithTheNodeState(t *testing.T) {
 	for i := range node {
 		node[i] = 0.75
 	}
-	seen := &recordingDecider{Decider: d}
+	seen := &train.RecordingDecider{Decider: d}
 	b = NewPolicy(seen, &wire.NodeState{Epoch: 5, Features: node, Model: d.Version()})
 	if _, _, epoch, err = b.Decide(context.Background(), tasks); err != nil || epoch != 5 {
 		t.Fatalf("epoch %d, %v", epoch, err)
@@ -47,27 +48,15 @@ func TestPolicyDecidesWithTheNodeState(t *testing.T) {
 		AccelMemFill: nan, RunqP50Us: nan, RunqP99Us: nan, AcceptQueueFill: nan, BlkioP99Us: nan,
 		CPUUtil: nan, RetransFraction: nan, SyscallP99Us: nan, WaitP50Ms: nan, WaitP99Ms: nan,
 	})
-	for f, v := range seen.states[0] {
+	for f, v := range seen.States[0] {
 		isNode := f == policy.FeatQueue || (f >= policy.FeatAccelMem && f <= policy.FeatWaitP99)
 		if isNode && v != 0.75 || !isNode && v != descriptorOnly[f] {
 			t.Errorf("feature %s = %v: node features come from the snapshot, task features from the descriptor (%v)", policy.FeatureNames[f], v, descriptorOnly[f])
 		}
 	}
-	if seen.states[0][policy.FeatCostOverSLA] == policy.Neutral[policy.FeatCostOverSLA] {
-		t.Errorf("a 3 ms task with a 20 ms SLA: cost over SLA %v, the neutral value", seen.states[0][policy.FeatCostOverSLA])
+	if seen.States[0][policy.FeatCostOverSLA] == policy.Neutral[policy.FeatCostOverSLA] {
+		t.Errorf("a 3 ms task with a 20 ms SLA: cost over SLA %v, the neutral value", seen.States[0][policy.FeatCostOverSLA])
 	}
-}
-
-// recordingDecider passes decisions to a real decider and keeps the
-// states it was asked about.
-type recordingDecider struct {
-	policy.Decider
-	states []policy.State
-}
-
-func (r *recordingDecider) Decide(states []policy.State, out []policy.Decision) error {
-	r.states = append(r.states, states...)
-	return r.Decider.Decide(states, out)
 }
 
 func TestPolicyChecksOutcomes(t *testing.T) {

@@ -38,6 +38,7 @@ func (r *Result) WriteReport(w io.Writer) {
 	fmt.Fprintf(w, "| RSS (MiB) | %.1f | %.1f (%+.1f%%, peak %.1f) |\n", r.RSSMiBStart, r.RSSMiBEnd, r.RSSGrowthPct, d.RSSMiBPeak)
 	fmt.Fprintf(w, "| Go heap (MiB) | %.1f | %.1f |\n", d.HeapMiBStart, d.HeapMiBEnd)
 	fmt.Fprintf(w, "| goroutines | %d | %d |\n| open descriptors | %d | %d |\n", r.GoroutinesStart, r.GoroutinesEnd, r.FDsStart, r.FDsEnd)
+	fmt.Fprintf(w, "goroutines with no load on the agent: %d before the load, %d after it\n", d.GoroutinesIdleBefore, d.GoroutinesIdleAfter)
 	fmt.Fprintf(w, "subscribers received %d snapshots; churn %d connections (%d failed); %d malformed frames answered with a stream error (%d reconnects); %d model files written, %d swapped in, %d refused\n",
 		d.Snapshots, d.ChurnConnects, d.ChurnFailures, d.MalformedSent, d.MalformedReconnects, d.Reloads, d.Swaps, d.ReloadFails)
 	fmt.Fprintf(w, "agent: %d probes attached, %d flame-graph windows, %.0f outcomes for untracked tasks, %.0f experience segments removed by the cap\n",

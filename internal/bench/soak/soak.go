@@ -102,9 +102,13 @@ type Detail struct {
 	UnknownOutcomes              float64 // outcomes the agent did not track
 	SegmentsRemoved              float64 // experience segments the cap removed (lost_records then counts them)
 	TimedOutRecords              int64   // records of decided tasks whose outcome never came
-	ProbesAttached               int
-	FlamegraphWindows            int
-	Samples                      []Sample
+	// GoroutinesIdleBefore and GoroutinesIdleAfter are the agent's
+	// goroutines with no load on it, before the load and once its
+	// connections closed (idle.go): what a leak leaves behind.
+	GoroutinesIdleBefore, GoroutinesIdleAfter int
+	ProbesAttached                            int
+	FlamegraphWindows                         int
+	Samples                                   []Sample
 }
 
 // JSON is the one-line JSON object of the figures.
@@ -185,6 +189,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer ap.Stop()
+	idleBefore := idleGoroutines(ctx, ap, idleSettle, 0)
 
 	start := time.Now()
 	runCtx, cancel := context.WithDeadline(ctx, start.Add(cfg.Duration))
@@ -217,6 +222,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	idleAfter := idleGoroutines(ctx, ap, idleAfterWait, idleBefore)
 
 	if !ap.Alive() {
 		return nil, fmt.Errorf("the agent died during the soak: %w", ap.Err())
@@ -229,6 +235,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	d := &res.Detail
 	d.Warmup, d.P50Us, d.Samples = cfg.Warmup, lat.quantileUs(0.5), samples
+	d.GoroutinesIdleBefore, d.GoroutinesIdleAfter = idleBefore, idleAfter
 	d.Rate, d.MaxInFlight, d.Sent, d.Unsent = cfg.Rate, cfg.MaxInFlight, ds.sent.Load(), ds.unsent.Load()
 	d.OutcomeErrors = ds.outcomeErrors.Load()
 	d.Snapshots = subs.snapshots.Load()

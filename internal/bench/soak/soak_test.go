@@ -44,6 +44,12 @@ func TestShortSoak(t *testing.T) {
 	if d.Snapshots == 0 || d.ChurnConnects < 50 || d.ChurnFailures != 0 || d.MalformedSent < 20 {
 		t.Errorf("snapshots %d, churn %d (%d failed), malformed frames answered %d", d.Snapshots, d.ChurnConnects, d.ChurnFailures, d.MalformedSent)
 	}
+	// What the load leaves behind: with no load, the agent runs the
+	// goroutines it ran before the load.
+	t.Logf("goroutines with no load: %d before, %d after", d.GoroutinesIdleBefore, d.GoroutinesIdleAfter)
+	if d.GoroutinesIdleBefore <= 0 || d.GoroutinesIdleAfter > d.GoroutinesIdleBefore {
+		t.Errorf("goroutines with no load: %d before the load, %d after it", d.GoroutinesIdleBefore, d.GoroutinesIdleAfter)
+	}
 	if r.RSSMiBStart <= 0 || r.GoroutinesStart <= 0 || r.FDsStart <= 0 || r.P99Us <= 0 || len(d.Samples) < 10 {
 		t.Errorf("figures not filled: %+v (%d samples)", r, len(d.Samples))
 	}

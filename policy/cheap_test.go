@@ -1,0 +1,138 @@
+package policy
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// arenaChildEnv makes the test binary run arenaChild instead of the tests:
+// glibc reads MALLOC_ARENA_MAX once, at start, so each case needs a fresh
+// process.
+const arenaChildEnv = "TRIAGE_TEST_ARENA_CHILD"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(arenaChildEnv); mode != "" {
+		if err := arenaChild(mode); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// arenaChildThreads is how many OS threads run the model at once in the
+// child: more than arenaLimit, fewer than glibc's own bound (8 per CPU),
+// so the count tells the two apart on any machine.
+const arenaChildThreads = 6
+
+// arenaLimit is the MALLOC_ARENA_MAX the "limit" child starts with (what
+// `triage agent` starts with, agent.DefaultMallocArenas; policy cannot
+// import agent).
+const arenaLimit = 2
+
+// arenaChild runs the model from arenaChildThreads goroutines, each locked
+// to its own thread while all of them run (as the Go scheduler spreads
+// cgo calls over its threads), then prints the C heap's arena count.
+// mode only names the case: runArenaChild sets the environment.
+func arenaChild(mode string) error {
+	rng := rand.New(rand.NewPCG(7, 7))
+	model, err := MarshalONNX(randomMLP(rng, 32, 32), testMetadata("arenas"))
+	if err != nil {
+		return err
+	}
+	s, err := LoadBytes(model, Config{Device: DeviceCPU})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var started, done sync.WaitGroup
+	started.Add(arenaChildThreads)
+	done.Add(arenaChildThreads)
+	release := make(chan struct{})
+	errs := make(chan error, arenaChildThreads)
+	for i := range arenaChildThreads {
+		go func() {
+			defer done.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			started.Done()
+			<-release // every goroutine holds its thread before any runs
+			states := randomStates(rand.New(rand.NewPCG(uint64(i), 1)), 16)
+			out := make([]Decision, len(states))
+			for n := 1; n <= len(states); n++ {
+				if err := s.Decide(states[:n], out[:n]); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	started.Wait()
+	close(release)
+	done.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	fmt.Printf("arenas %d\n", ReadCHeap().Arenas)
+	return nil
+}
+
+func runArenaChild(t *testing.T, mode string) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MALLOC_ARENA_MAX=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, arenaChildEnv+"="+mode)
+	if mode == "limit" {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("MALLOC_ARENA_MAX=%d", arenaLimit))
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("arena child (%s): %v\n%s\n(ONNX Runtime: run `make ort` and set TRIAGE_ONNXRUNTIME_LIB)", mode, err, out)
+	}
+	var n int
+	if _, err := fmt.Sscanf(string(out), "arenas %d", &n); err != nil {
+		t.Fatalf("arena child (%s) printed %q: %v", mode, out, err)
+	}
+	return n
+}
+
+// What `triage agent` starts with (cmd/triage re-executes itself with
+// MALLOC_ARENA_MAX): ONNX Runtime's allocations from many threads share
+// the limit's arenas. Without it (the control) glibc gives each thread an
+// arena of its own (Go's runtime makes the first malloc on each new
+// thread), which is what grew the agent's C heap over a soak.
+func TestMallocArenaMaxBoundsThreadsArenas(t *testing.T) {
+	if got := runArenaChild(t, "limit"); got < 1 || got > arenaLimit {
+		t.Errorf("MALLOC_ARENA_MAX=%d: %d arenas after %d threads ran the model, want 1 to %d", arenaLimit, got, arenaChildThreads, arenaLimit)
+	}
+	if got := runArenaChild(t, "none"); got <= arenaLimit {
+		t.Errorf("control without the limit: %d arenas after %d threads ran the model; the test cannot tell the limit's effect", got, arenaChildThreads)
+	}
+}
+
+// The counters move with allocations: a session holds C memory until it
+// is closed, and at least the main arena exists.
+func TestReadCHeap(t *testing.T) {
+	before := ReadCHeap()
+	s := loadCPU(t, mustMarshal(t, randomMLP(rand.New(rand.NewPCG(3, 3)), 64, 64), testMetadata("cheap")))
+	defer s.Close()
+	after := ReadCHeap()
+	if after.Arenas < 1 {
+		t.Fatalf("arenas = %d, want at least the main arena", after.Arenas)
+	}
+	if after.InUse <= before.InUse {
+		t.Errorf("C heap in use %d bytes after loading a session, %d before; want more", after.InUse, before.InUse)
+	}
+}
