@@ -39,11 +39,17 @@ func copyRingBytes(cpus int) uint32 {
 
 // DefaultGoMemoryLimit is `triage agent`'s soft limit on the Go runtime's
 // memory (heap, stacks, runtime structures; not ONNX Runtime's C heap, not
-// the mapped binary): with it the heap is collected when it nears the limit
-// instead of when it doubles the live data, which the symboliser's caches
-// make tens of MiB. It is soft: a live heap over it makes the collector
-// run more (at most half the CPU, Go's own bound), never fail.
-const DefaultGoMemoryLimit = 48 << 20
+// the mapped binary): a ceiling over GOGC's pace, not a target under it.
+// It is soft: a live heap near it makes the collector run without pause
+// (at most half the CPU, Go's own bound), never fail. It was 48 MiB, under
+// the live heap of a loaded agent (41–46 MiB under the soak, plus stacks
+// and runtime structures), and there the collector's pace made the agent
+// the bottleneck: in two 2-minute soaks side by side, 4,512 decisions a
+// second with decide p99 620 ms at 48 MiB against 4,998/s and 11 ms with
+// no limit, for 96 against 120 MiB of RSS (docs/footprint.md). 128 MiB
+// binds only for a live heap over about 60 MiB, where GOGC's doubling
+// would pass it.
+const DefaultGoMemoryLimit = 128 << 20
 
 // applyGoMemoryLimit sets the process's soft memory limit to limit bytes
 // unless it is 0 or the environment sets GOMEMLIMIT (the operator's word
