@@ -142,12 +142,8 @@ func pushEach(ctx context.Context, str *quic.Stream, fw *wire.FrameWriter, every
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if msg := next(); msg != nil {
-			_ = str.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			if err := fw.Write(msg); err != nil {
-				str.CancelWrite(quic.StreamErrorCode(wire.CodeInternal))
-				return
-			}
+		if msg := next(); msg != nil && !writePush(str, fw, msg) {
+			return
 		}
 		select {
 		case <-ctx.Done():
@@ -156,6 +152,17 @@ func pushEach(ctx context.Context, str *quic.Stream, fw *wire.FrameWriter, every
 		case <-t.C:
 		}
 	}
+}
+
+// writePush writes one pushed frame, waiting at most 10 s for flow
+// control; a write that fails resets the stream and reports false.
+func writePush(str *quic.Stream, fw *wire.FrameWriter, msg *wire.Envelope) bool {
+	_ = str.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if err := fw.Write(msg); err != nil {
+		str.CancelWrite(quic.StreamErrorCode(wire.CodeInternal))
+		return false
+	}
+	return true
 }
 
 // pushDatagrams sends the current snapshot every tick until the client has

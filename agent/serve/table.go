@@ -59,7 +59,7 @@ func (nc *nativeConn) subscribeTables(ctx context.Context, cancel context.Cancel
 
 // pushTables looks at the backend's table every poll and pushes it when
 // tablePace says so, until ctx ends; then it finishes the stream. A write
-// that fails resets it; each may wait 10 s for flow control.
+// that fails resets it (writePush).
 func (nc *nativeConn) pushTables(ctx context.Context, str *quic.Stream, sw *wire.FrameWriter, tb TableBackend, poll, heartbeat time.Duration) {
 	pace := tablePace{heartbeat: heartbeat}
 	t := time.NewTimer(0)
@@ -74,9 +74,7 @@ func (nc *nativeConn) pushTables(ctx context.Context, str *quic.Stream, sw *wire
 		tab, at := tb.Table()
 		now := time.Now()
 		if pace.due(tab, at, now) {
-			_ = str.SetWriteDeadline(now.Add(10 * time.Second))
-			if err := sw.Write(&wire.Envelope{Body: &wire.Envelope_DecisionTable{DecisionTable: withAge(tab, now.Sub(at))}}); err != nil {
-				str.CancelWrite(quic.StreamErrorCode(wire.CodeInternal))
+			if !writePush(str, sw, &wire.Envelope{Body: &wire.Envelope_DecisionTable{DecisionTable: withAge(tab, now.Sub(at))}}) {
 				return
 			}
 			pace.sent(tab, at, now)
