@@ -24,6 +24,9 @@ type Metrics struct {
 	MeanReward float64 `json:"mean_reward"`
 	// PerClass is SLA attainment per class name.
 	PerClass map[string]float64 `json:"per_class,omitempty"`
+	// PerPeriod counts tasks and met SLAs per period of the scenario
+	// (Scenario.Periods), nil for a scenario without interference.
+	PerPeriod []PeriodCount `json:"per_period,omitempty"`
 }
 
 // Summarise computes the metrics of one run.
@@ -58,6 +61,7 @@ func Summarise(sc *Scenario, out []Outcome) Metrics {
 			m.PerClass[c.Name] = float64(classMet[i]) / float64(classN[i])
 		}
 	}
+	m.PerPeriod = countPeriods(sc, out)
 	return m
 }
 
@@ -67,6 +71,7 @@ type Evaluation struct {
 	Scenario string
 	Order    []string // policy names in run order
 	Policies map[string]Metrics
+	Periods  []Period // the scenario's periods, for WritePeriodMarkdown
 }
 
 // Evaluate runs each policy on the same tasks of sc (seed 0: the scenario's).
@@ -82,7 +87,7 @@ func evaluate(sc *Scenario, seed int64, vary float64, policies []Policy) (*Evalu
 		seed = sc.Seed
 	}
 	tasks := sc.Arrivals(seed)
-	ev := &Evaluation{Scenario: sc.Name, Policies: map[string]Metrics{}}
+	ev := &Evaluation{Scenario: sc.Name, Policies: map[string]Metrics{}, Periods: sc.Periods()}
 	for _, p := range policies {
 		if _, dup := ev.Policies[p.Name()]; dup {
 			return nil, fmt.Errorf("evaluating %s: policy %q given twice", sc.Name, p.Name())
@@ -179,7 +184,7 @@ func EvaluateSeedsVaried(sc *Scenario, seeds []int64, vary float64, policies ...
 			return nil, err
 		}
 		if acc == nil {
-			acc = &Evaluation{Scenario: ev.Scenario, Order: ev.Order, Policies: map[string]Metrics{}}
+			acc = &Evaluation{Scenario: ev.Scenario, Order: ev.Order, Policies: map[string]Metrics{}, Periods: ev.Periods}
 		}
 		for n, m := range ev.Policies {
 			a := acc.Policies[n]
@@ -194,6 +199,13 @@ func EvaluateSeedsVaried(sc *Scenario, seeds []int64, vary float64, policies ...
 			}
 			for c, v := range m.PerClass {
 				a.PerClass[c] += v
+			}
+			if a.PerPeriod == nil && m.PerPeriod != nil {
+				a.PerPeriod = make([]PeriodCount, len(m.PerPeriod))
+			}
+			for k, c := range m.PerPeriod { // the same periods for every seed: pooled counts
+				a.PerPeriod[k].Tasks += c.Tasks
+				a.PerPeriod[k].Met += c.Met
 			}
 			acc.Policies[n] = a
 		}

@@ -65,6 +65,12 @@ func runBenchE2E(args []string) error {
 		return err
 	}
 	fmt.Println()
+	if len(rep.Evaluation.Periods) > 1 {
+		if err := rep.Evaluation.WritePeriodMarkdown(os.Stdout); err != nil {
+			return err
+		}
+		fmt.Println()
+	}
 	writeClassLevels(os.Stdout, sc, rep.Agent)
 	st, fifo, res := rep.Stats, rep.FIFO, rep.Agent
 	fmt.Printf("\nagent goodput %.2fx FIFO's; SLA attainment %.4f vs %.4f\n", rep.GoodputRatio(), res.Metrics.SLAAttainment, fifo.Metrics.SLAAttainment)

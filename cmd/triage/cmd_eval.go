@@ -115,6 +115,12 @@ func runEval(args []string) error {
 			if err := ev.WriteClassMarkdown(os.Stdout); err != nil {
 				return err
 			}
+			if len(ev.Periods) > 1 {
+				fmt.Println()
+				if err := ev.WritePeriodMarkdown(os.Stdout); err != nil {
+					return err
+				}
+			}
 		}
 		fifo := ev.Policies["fifo"].GoodputPerS
 		best, bv := ev.BestBaseline("dqn", func(m train.Metrics) float64 { return m.GoodputPerS })

@@ -88,3 +88,30 @@ func TestEvalVaryNodeIsAProbability(t *testing.T) {
 		}
 	}
 }
+
+// A scenario with interference gets the per-period table: one row per
+// stretch between interference boundaries, the JSON line unchanged; one
+// without gets none.
+func TestEvalPrintsPeriodsOfInterference(t *testing.T) {
+	dir := t.TempDir()
+	sc := writeScenario(t, dir, `{"name":"cli-periods","seed":3,"duration_s":6,"workers":2,"node":{"cpus":1},
+	 "arrival":{"process":"poisson","rate_per_s":60},
+	 "interference":[{"kind":"cpu","at_s":2,"for_s":2,"threads":2}],
+	 "classes":[{"name":"a","share":1,"sla_ms":30,"cost_ms":{"dist":"exponential","mean":3}}]}`)
+	out, err := captureStdout(t, func() error { return runEval([]string{"--scenario", sc, "--json"}) })
+	if err != nil {
+		t.Fatalf("eval: %v\n%s", err, out)
+	}
+	for _, want := range []string{"SLA attainment per period (tasks by arrival), cli-periods", "| 0–2 s, quiet |", "| 2–4 s, cpu 2 threads |", "| 4–6 s, quiet |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	plain := writeScenario(t, dir, `{"name":"cli-plain","seed":3,"duration_s":3,"workers":2,
+	 "arrival":{"process":"poisson","rate_per_s":50},
+	 "classes":[{"name":"a","share":1,"sla_ms":30,"cost_ms":{"dist":"exponential","mean":3}}]}`)
+	out, err = captureStdout(t, func() error { return runEval([]string{"--scenario", plain}) })
+	if err != nil || strings.Contains(out, "per period") {
+		t.Errorf("a scenario without interference: err %v, per-period table printed:\n%s", err, out)
+	}
+}

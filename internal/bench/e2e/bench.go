@@ -191,7 +191,7 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		records = st.Records
 	}
 
-	ev := &train.Evaluation{Scenario: sc.Name, Order: []string{"fifo"}, Policies: map[string]train.Metrics{"fifo": rep.FIFO.Metrics, "agent": res.Metrics}}
+	ev := &train.Evaluation{Scenario: sc.Name, Order: []string{"fifo"}, Policies: map[string]train.Metrics{"fifo": rep.FIFO.Metrics, "agent": res.Metrics}, Periods: sc.Periods()}
 	for _, r := range rep.Rules {
 		ev.Order = append(ev.Order, r.Label)
 		ev.Policies[r.Label] = r.Metrics

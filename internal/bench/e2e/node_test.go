@@ -84,6 +84,13 @@ func TestInterferenceIsPlayedForRealAndCleanedUp(t *testing.T) {
 			t.Errorf("class %s: interference did not slow it: %.1f ms before, %.1f ms during", name, b, d)
 		}
 	}
+	// The real run's metrics count its tasks per period, as the
+	// simulator's do: quiet, then the interference to the end.
+	if pp := res.Metrics.PerPeriod; len(pp) != len(sc.Periods()) || len(pp) != 2 {
+		t.Errorf("per-period counts %+v for periods %+v", pp, sc.Periods())
+	} else if n := pp[0].Tasks + pp[1].Tasks; n != len(res.Outcomes) {
+		t.Errorf("periods hold %d tasks, the run %d", n, len(res.Outcomes))
+	}
 	if left := neighbourCgroups(); len(left) != 0 {
 		t.Errorf("neighbour cgroups left behind: %v", left)
 	}
