@@ -83,6 +83,12 @@ type IOLevel struct {
 	WriteMs float64 `json:"write_ms"`
 	// Slowdown is WriteMs over the uncontended level's (Writers 0).
 	Slowdown float64 `json:"slowdown"`
+	// CPUUtil is the node's CPU utilisation (0..1, all CPUs) while the
+	// Writers+1 writers (the probe is one) ran: their own CPU and the
+	// kernel's work for them (journal commits, block completions). 0 in
+	// a calibration written before it was measured: writers then cost the
+	// simulated CPUs nothing.
+	CPUUtil float64 `json:"cpu_util,omitempty"`
 }
 
 //go:embed calibration/default.json
@@ -265,7 +271,34 @@ func (c *Calibration) IOAt(writers float64) IOLevel {
 		BlkioP99Sigma: lerp(a.BlkioP99Sigma, b.BlkioP99Sigma, f),
 		WriteMs:       lerp(a.WriteMs, b.WriteMs, f),
 		Slowdown:      lerp(a.Slowdown, b.Slowdown, f),
+		CPUUtil:       lerp(a.CPUUtil, b.CPUUtil, f),
 	}
+}
+
+// WriterThreads is the CPU that writers fsync'ing writers on the disk keep
+// busy, in always-runnable threads: what their CPU utilisation measured
+// above the idle node's, times the calibrated machine's CPUs. It is CPU
+// time, so it is the same on a node of another size. The utilisation of a
+// level counts its probe too (Writers+1 writers), and a count between two
+// levels is interpolated; past the last level it grows in proportion.
+func (c *Calibration) WriterThreads(writers float64) float64 {
+	if writers <= 0 || len(c.IO) == 0 {
+		return 0
+	}
+	perLevel := func(l IOLevel) float64 {
+		if l.CPUUtil <= 0 {
+			return 0
+		}
+		return max(0, l.CPUUtil-c.Idle.CPUUtil) * float64(c.Machine.CPUs)
+	}
+	last := c.IO[len(c.IO)-1]
+	if writers >= float64(last.Writers+1) {
+		return perLevel(last) * writers / float64(last.Writers+1)
+	}
+	if writers <= 1 {
+		return perLevel(c.IO[0]) * writers
+	}
+	return perLevel(c.IOAt(writers - 1)) // the level of writers−1 beside the probe
 }
 
 func lerp(a, b, f float64) float64 { return a + (b-a)*f }

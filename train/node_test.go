@@ -90,8 +90,10 @@ func TestContentionSlowsTasksAndShowsInTheSignals(t *testing.T) {
 	iq, _ := meanOver(out, quiet, 1, svc)
 	ii, n := meanOver(out, ioEp, 1, svc)
 	ci, _ := meanOver(out, ioEp, 0, svc)
-	if n < 20 || ii < 1.3*iq || ci > 1.1*cq {
-		t.Errorf("under 8 writers: I/O class %.1f ms (quiet %.1f), CPU class %.1f ms (quiet %.1f): want the I/O class slower, the CPU class not", ii, iq, ci, cq)
+	// Writers cost CPU too (Calibration.WriterThreads), so the CPU class
+	// slows under them, but less than the class that writes.
+	if n < 20 || ii < 1.3*iq || ci/cq >= ii/iq {
+		t.Errorf("under 8 writers: I/O class %.1f ms (quiet %.1f), CPU class %.1f ms (quiet %.1f): want the I/O class slowed more than the CPU class", ii, iq, ci, cq)
 	}
 	mean := func(w window, f int) float64 {
 		s, n := 0.0, 0

@@ -81,8 +81,14 @@ func TestVariedBlockIOLevels(t *testing.T) {
 	cal := DefaultCalibration()
 	lone, busy := cal.IOAt(0), cal.IOAt(3)
 	v := nodeVariation{blkScale: 2, runqScale: 1, quietIdle: true, blkSigma: variedBlkSigma}
-	if us, _ := v.blkio(cal, lone, 0); us != 2*cal.Idle.BlkioP99Us {
-		t.Errorf("quiet idle node, no writer: %v µs, want 2 × idle %v", us, cal.Idle.BlkioP99Us)
+	idle := *cal
+	idle.Idle.BlkioP99Us = 520 // an idle node whose disk did background I/O while it was calibrated
+	if us, _ := v.blkio(&idle, lone, 0); us != 2*idle.Idle.BlkioP99Us {
+		t.Errorf("quiet idle node, no writer: %v µs, want 2 × idle %v", us, idle.Idle.BlkioP99Us)
+	}
+	idle.Idle.BlkioP99Us = 0 // no I/O completed while it was idle: the lone writer's level
+	if us, _ := v.blkio(&idle, lone, 0); us != 2*lone.BlkioP99Us {
+		t.Errorf("quiet idle node without background I/O, no writer: %v µs, want 2 × the lone writer's %v", us, lone.BlkioP99Us)
 	}
 	if us, sigma := v.blkio(cal, busy, 4); us != 2*busy.BlkioP99Us || sigma != math.Max(busy.BlkioP99Sigma, variedBlkSigma) {
 		t.Errorf("4 writers: %v µs sigma %v, want 2 × %v and sigma at least %v", us, sigma, busy.BlkioP99Us, variedBlkSigma)

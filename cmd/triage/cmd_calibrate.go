@@ -72,9 +72,9 @@ func writeCalibrationTable(w *os.File, cal *train.Calibration) {
 	for _, l := range cal.CPU {
 		fmt.Fprintf(w, "%11.2f  %11.1f  %11.1f  %.2f  %8.2f\n", l.ThreadsPerCPU, l.RunqP50Us, l.RunqP99Us, l.CPUUtil, l.Slowdown)
 	}
-	fmt.Fprintln(w, "writers  blkio p99 µs  write+fsync ms  slowdown")
+	fmt.Fprintln(w, "writers  blkio p99 µs  write+fsync ms  slowdown  CPU")
 	for _, l := range cal.IO {
-		fmt.Fprintf(w, "%7d  %11.0f  %14.2f  %8.2f\n", l.Writers, l.BlkioP99Us, l.WriteMs, l.Slowdown)
+		fmt.Fprintf(w, "%7d  %11.0f  %14.2f  %8.2f  %.2f\n", l.Writers, l.BlkioP99Us, l.WriteMs, l.Slowdown, l.CPUUtil)
 	}
 }
 
@@ -95,11 +95,12 @@ func writeCalibrationComparison(w io.Writer, cal *train.Calibration) {
 			l.RunqP50Us, l.RunqP50Sigma, simP50(s.RunqP50Us), l.RunqP99Us, l.RunqP99Sigma, sim(s.RunqP99Us, 1), l.Slowdown, s.Slowdown)
 	}
 	fmt.Fprintln(w, "\nDisk contention (fsync'd writers besides the measured one)")
-	fmt.Fprintln(w, "\n| writers | block-I/O p99 µs measured | simulated | slowdown measured | simulated |")
-	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "\n| writers | block-I/O p99 µs measured | simulated | slowdown measured | simulated | CPU measured | writers' CPU simulated, threads |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, l := range cal.IO {
 		s := train.SimulateIOLevel(cal, l.Writers, samples, seed)
-		fmt.Fprintf(w, "| %d | %.0f (σ %.2f) | %s | %.2f | %.2f |\n", l.Writers, l.BlkioP99Us, l.BlkioP99Sigma, sim(s.BlkioP99Us, 1), l.Slowdown, s.Slowdown)
+		fmt.Fprintf(w, "| %d | %.0f (σ %.2f) | %s | %.2f | %.2f | %.2f | %.2f |\n", l.Writers, l.BlkioP99Us, l.BlkioP99Sigma, sim(s.BlkioP99Us, 1),
+			l.Slowdown, s.Slowdown, l.CPUUtil, cal.WriterThreads(float64(l.Writers+1)))
 	}
 }
 

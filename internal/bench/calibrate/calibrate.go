@@ -291,6 +291,7 @@ func (m *measurer) ioLevel(ctx context.Context, writers int) (train.IOLevel, err
 		BlkioP99Us:    zeroIfNaN(r.median(r.blkP99)),
 		BlkioP99Sigma: logSigma(r.blkP99),
 		WriteMs:       mean / float64(len(r.probe)),
+		CPUUtil:       r.median(r.util),
 	}, nil
 }
 
