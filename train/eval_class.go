@@ -23,11 +23,7 @@ func (ev *Evaluation) WriteClassMarkdown(w io.Writer) error {
 		return nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "SLA attainment per class, %s\n\n| class |", ev.Scenario)
-	for _, n := range ev.Order {
-		fmt.Fprintf(&b, " %s |", n)
-	}
-	b.WriteString("\n| --- |" + strings.Repeat(" ---: |", len(ev.Order)) + "\n")
+	ev.policyHeader(&b, "SLA attainment per class, "+ev.Scenario, "| class |", "| --- |")
 	for _, c := range classes {
 		fmt.Fprintf(&b, "| %s |", c)
 		for _, n := range ev.Order {
@@ -41,4 +37,14 @@ func (ev *Evaluation) WriteClassMarkdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// policyHeader starts a table with one column per policy in run order:
+// its title, then the lead columns' header and rule.
+func (ev *Evaluation) policyHeader(b *strings.Builder, title, lead, leadRule string) {
+	fmt.Fprintf(b, "%s\n\n%s", title, lead)
+	for _, n := range ev.Order {
+		fmt.Fprintf(b, " %s |", n)
+	}
+	b.WriteString("\n" + leadRule + strings.Repeat(" ---: |", len(ev.Order)) + "\n")
 }

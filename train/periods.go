@@ -100,11 +100,7 @@ func (ev *Evaluation) WritePeriodMarkdown(w io.Writer) error {
 		return nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "SLA attainment per period (tasks by arrival), %s\n\n| period | tasks |", ev.Scenario)
-	for _, n := range ev.Order {
-		fmt.Fprintf(&b, " %s |", n)
-	}
-	b.WriteString("\n| --- | ---: |" + strings.Repeat(" ---: |", len(ev.Order)) + "\n")
+	ev.policyHeader(&b, "SLA attainment per period (tasks by arrival), "+ev.Scenario, "| period | tasks |", "| --- | ---: |")
 	for k, p := range ev.Periods {
 		tasks := 0
 		if len(ev.Order) > 0 {
