@@ -35,41 +35,25 @@ func (r *reader) need(n int) bool {
 	return true
 }
 
-func (r *reader) u8() uint8 {
-	if !r.need(1) {
-		return 0
+// zeros stands in for the bytes of a read past the end, so that it
+// decodes as 0.
+var zeros [8]byte
+
+// take returns the next n bytes (n at most 8) and moves past them; past the
+// end it fails the reader and returns n zero bytes.
+func (r *reader) take(n int) []byte {
+	if !r.need(n) {
+		return zeros[:n]
 	}
-	v := r.b[r.off]
-	r.off++
-	return v
+	b := r.b[r.off : r.off+n]
+	r.off += n
+	return b
 }
 
-func (r *reader) u16() uint16 {
-	if !r.need(2) {
-		return 0
-	}
-	v := binary.LittleEndian.Uint16(r.b[r.off:])
-	r.off += 2
-	return v
-}
-
-func (r *reader) u32() uint32 {
-	if !r.need(4) {
-		return 0
-	}
-	v := binary.LittleEndian.Uint32(r.b[r.off:])
-	r.off += 4
-	return v
-}
-
-func (r *reader) u64() uint64 {
-	if !r.need(8) {
-		return 0
-	}
-	v := binary.LittleEndian.Uint64(r.b[r.off:])
-	r.off += 8
-	return v
-}
+func (r *reader) u8() uint8   { return r.take(1)[0] }
+func (r *reader) u16() uint16 { return binary.LittleEndian.Uint16(r.take(2)) }
+func (r *reader) u32() uint32 { return binary.LittleEndian.Uint32(r.take(4)) }
+func (r *reader) u64() uint64 { return binary.LittleEndian.Uint64(r.take(8)) }
 
 // uleb reads an unsigned LEB128 number; bits past 64 are an error, not a
 // silent wrap.
