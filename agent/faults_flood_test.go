@@ -22,6 +22,7 @@ import (
 	"github.com/triage-agent/triage/client"
 	"github.com/triage-agent/triage/internal/bench/measure"
 	"github.com/triage-agent/triage/internal/faulttest"
+	"github.com/triage-agent/triage/internal/testchild"
 	"github.com/triage-agent/triage/wire"
 	"golang.org/x/sys/unix"
 )
@@ -343,18 +344,9 @@ type floodChild struct {
 // startFlood runs the flood child for d, at nice floodNice.
 func startFlood(t *testing.T, to *net.UDPAddr, fingerprint string, rate int, d time.Duration) *floodChild {
 	t.Helper()
-	f := &floodChild{cmd: exec.Command(os.Args[0], "-test.run=^$")}
-	f.cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d %s", floodEnv, to, rate, int(d/time.Millisecond), fingerprint))
+	f := &floodChild{cmd: testchild.Command(fmt.Sprintf("%s=%s %d %d %s", floodEnv, to, rate, int(d/time.Millisecond), fingerprint))}
 	f.cmd.Stdout, f.cmd.Stderr = &f.out, os.Stderr
-	if err := f.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if f.cmd.ProcessState == nil {
-			f.cmd.Process.Kill()
-			f.cmd.Wait()
-		}
-	})
+	testchild.Start(t, f.cmd)
 	if err := unix.Setpriority(unix.PRIO_PROCESS, f.cmd.Process.Pid, floodNice); err != nil {
 		t.Fatal(err)
 	}

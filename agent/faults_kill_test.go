@@ -14,6 +14,7 @@ import (
 	"github.com/triage-agent/triage/client"
 	"github.com/triage-agent/triage/experience"
 	"github.com/triage-agent/triage/internal/faulttest"
+	"github.com/triage-agent/triage/internal/testchild"
 )
 
 // Fault: the agent process is killed with SIGKILL 30 times, each at a
@@ -78,10 +79,7 @@ func TestFaultKilledRepeatedlyWhileStreaming(t *testing.T) {
 	for k := range kills {
 		resynced(k)
 		time.Sleep(time.Duration(rng.Int64N(int64(400 * time.Millisecond))))
-		if err := child.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		child.cmd.Wait()
+		testchild.Kill(t, child.cmd)
 
 		// What the kill left reads back (a torn tail is not an error), and
 		// a writer opening it cuts at most the one partial record.

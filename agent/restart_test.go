@@ -22,6 +22,7 @@ import (
 	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/client"
 	"github.com/triage-agent/triage/experience"
+	"github.com/triage-agent/triage/internal/testchild"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -87,22 +88,13 @@ type childAgent struct {
 
 func startChild(t *testing.T, env []string, admin string) *childAgent {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), env...)
+	cmd := testchild.Command(env...)
 	cmd.Stderr = os.Stderr
 	if !testing.Verbose() {
 		cmd.Stderr = nil
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	testchild.Start(t, cmd)
 	c := &childAgent{cmd: cmd, admin: admin}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
 	// Generous: a loaded CI machine (other packages' tests beside this one)
 	// once took more than 20 s to start an agent.
 	waitFor(t, 60*time.Second, "child agent ready", func() bool {
@@ -179,10 +171,7 @@ func TestKillAndRestartWhileStreaming(t *testing.T) {
 		}
 	}()
 	waitFor(t, 20*time.Second, "streaming to the first agent", func() bool { return acked.Load() >= 500 })
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	first.cmd.Wait()
+	testchild.Kill(t, first.cmd)
 	ackedBeforeKill := acked.Load()
 
 	second := startChild(t, env, admin)

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/triage-agent/triage/internal/testchild"
 	"github.com/triage-agent/triage/policy"
 )
 
@@ -293,21 +292,17 @@ func runChildWriter(dir string) {
 // acknowledged must read back, in order, with nothing corrupted.
 func TestSIGKILLMidStream(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+dir)
+	cmd := testchild.Command(childEnv + "=" + dir)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	testchild.Start(t, cmd)
 	sc := bufio.NewScanner(stdout)
 	acked := -1
 	for sc.Scan() {
 		n, err := strconv.Atoi(sc.Text())
 		if err != nil {
-			cmd.Process.Kill()
 			t.Fatalf("child said %q", sc.Text())
 		}
 		acked = n
@@ -315,10 +310,7 @@ func TestSIGKILLMidStream(t *testing.T) {
 			break
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	testchild.Kill(t, cmd)
 
 	var got []Record
 	st, err := ReadDirWith(dir, ReadOptions{}, func(r Record) error { got = append(got, r); return nil })

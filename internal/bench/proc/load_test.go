@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/triage-agent/triage/internal/testchild"
 )
 
 func TestLoadSpinsAndWritesThenAllDie(t *testing.T) {
@@ -104,15 +105,12 @@ func TestMain(m *testing.M) {
 }
 
 func TestLoadDiesWithItsStarter(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envStarter+"=1")
+	cmd := testchild.Command(envStarter + "=1")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	testchild.Start(t, cmd)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		t.Fatalf("starter said nothing: %v", err)
@@ -128,8 +126,7 @@ func TestLoadDiesWithItsStarter(t *testing.T) {
 	if len(pids) != 3 {
 		t.Fatalf("starter started %v", pids)
 	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
+	testchild.Kill(t, cmd)
 	deadline := time.Now().Add(5 * time.Second)
 	for _, pid := range pids {
 		for alive(pid) && time.Now().Before(deadline) {
