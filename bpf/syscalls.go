@@ -99,14 +99,7 @@ func (s *Syscalls) syncFlags() error {
 // WatchPID adds a process (thread-group id) to the watched set; past
 // MaxSyscallWatchedPIDs it is ErrSyscallWatchFull.
 func (s *Syscalls) WatchPID(pid uint32) error {
-	if s.pids[pid] {
-		return nil
-	}
-	if err := s.mapNamed("syscalls_pids").Put(pid, uint8(1)); err != nil {
-		return fmt.Errorf("watching pid %d: %w", pid, watchErr(err, len(s.pids), "processes"))
-	}
-	s.pids[pid] = true
-	return s.syncFlags()
+	return watchKey(s, "syscalls_pids", s.pids, pid, "pid", "processes")
 }
 
 // UnwatchPID removes a process from the watched set.
@@ -124,14 +117,7 @@ func (s *Syscalls) UnwatchPID(pid uint32) error {
 // WatchCgroup adds a cgroup v2 id; a task counts when it is directly in
 // it. Past MaxSyscallWatchedCgroups it is ErrSyscallWatchFull.
 func (s *Syscalls) WatchCgroup(id uint64) error {
-	if s.cgroups[id] {
-		return nil
-	}
-	if err := s.mapNamed("syscalls_cgroups").Put(id, uint8(1)); err != nil {
-		return fmt.Errorf("watching cgroup %d: %w", id, watchErr(err, len(s.cgroups), "cgroups"))
-	}
-	s.cgroups[id] = true
-	return s.syncFlags()
+	return watchKey(s, "syscalls_cgroups", s.cgroups, id, "cgroup", "cgroups")
 }
 
 // WatchAll times every task's syscalls (costly; for benchmarks and tests).
@@ -148,13 +134,22 @@ func (s *Syscalls) Read(dst *Hist) error {
 	return nil
 }
 
-// watchErr names a full watch map (a hash map's answer to a new key when
-// full is E2BIG) by ErrSyscallWatchFull.
-func watchErr(err error, held int, what string) error {
-	if errors.Is(err, unix.E2BIG) {
-		return fmt.Errorf("%w (%d %s)", ErrSyscallWatchFull, held, what)
+// watchKey adds key to the watch map mapName and to held, the keys it
+// holds: a key already held is not a new entry, and a full map (a hash
+// map's answer to a new key when full is E2BIG) is ErrSyscallWatchFull.
+// kind names one key in errors, kinds the held ones.
+func watchKey[K uint32 | uint64](s *Syscalls, mapName string, held map[K]bool, key K, kind, kinds string) error {
+	if held[key] {
+		return nil
 	}
-	return err
+	if err := s.mapNamed(mapName).Put(key, uint8(1)); err != nil {
+		if errors.Is(err, unix.E2BIG) {
+			err = fmt.Errorf("%w (%d %s)", ErrSyscallWatchFull, len(held), kinds)
+		}
+		return fmt.Errorf("watching %s %d: %w", kind, key, err)
+	}
+	held[key] = true
+	return s.syncFlags()
 }
 
 // Untimed is how many syscalls of watched tasks were not timed because
