@@ -22,7 +22,7 @@ func runBenchCodec(args []string) error { return benchCodecCommand(os.Stdout, ar
 func benchCodecCommand(stdout io.Writer, args []string) error {
 	fs := newFlagSet("bench codec", "encode a frame-stream file with the delta codec, decode it back, compare with zstd alone")
 	input := fs.String("input", "", "frame-stream `file` to encode and decode (LEB128 length + payload per record)")
-	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
+	asJSON := addJSONFlag(fs)
 	level := fs.String("level", "fastest", "zstd level: fastest|default|better|best")
 	ring := fs.Int("ring", codec.DefaultRing, "payloads each side keeps as bases")
 	keyframe := fs.Int("keyframe-interval", codec.DefaultKeyframeInterval, "force a full frame every N frames (0: never)")

@@ -23,7 +23,7 @@ func init() { registerBench("decide", runBenchDecide) }
 // (--decider go).
 func runBenchDecide(args []string) error {
 	fs := newFlagSet("bench decide", "decide over triage/1, HTTP/3 JSON, gRPC (standalone and on the agent's TCP port) and JSON over HTTP/2 and HTTP/1.1 on loopback, side by side")
-	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
+	asJSON := addJSONFlag(fs)
 	clients := fs.Int("clients", 4, "concurrent clients (one connection each) per protocol")
 	duration := fs.Duration("duration", 2e9, "measured time per cell")
 	rate := fs.Int("rate", 5000, "total requests/s of the paced batch-1 cells")

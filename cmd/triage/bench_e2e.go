@@ -22,7 +22,7 @@ func init() { registerBench("e2e", runBenchE2E) }
 func runBenchE2E(args []string) error {
 	fs := newFlagSet("bench e2e", "Replay a scenario on real CPU work under FIFO and under the agent's priorities; print the metrics of `triage eval` (and with --json its JSON shape as the last line, plus an \"agent\" object).")
 	scenario := fs.String("scenario", "", "scenario file (required)")
-	asJSON := fs.Bool("json", false, "end with one JSON object")
+	asJSON := addJSONFlag(fs)
 	scale := fs.Float64("scale", 0, "wall seconds per scenario second (0: min(1, 25/duration), a run under half a minute)")
 	seed := fs.Int64("seed", 0, "arrival seed (0: the scenario's)")
 	model := fs.String("model", "", "model for the agent (\"\": its embedded default)")

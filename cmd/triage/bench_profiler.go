@@ -23,7 +23,7 @@ func runBenchProfiler(args []string) error {
 	hzList := fs.String("hz", "19,99", "comma-separated sampling frequencies")
 	unwindList := fs.String("unwind", "fp,dwarf", "comma-separated unwind modes, run side by side at each frequency: fp (kernel frame-pointer walk), dwarf (stack copies unwound by .eh_frame)")
 	offCPU := fs.Bool("off-cpu", false, "also run the off-CPU profiler")
-	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
+	asJSON := addJSONFlag(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the bench (the agent side) to `file`")
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {

@@ -32,7 +32,7 @@ func runBenchSoak(args []string) error {
 	fs.StringVar(&cfg.AgentBin, "agent-bin", "", "triage binary to run the agent with (\"\": this one)")
 	fs.BoolVar(&cfg.NoEBPF, "no-ebpf", false, "run the agent without eBPF (procfs signals, no profiler)")
 	fs.StringVar(&cfg.KeepDir, "keep-dir", "", "keep the agent's experience log, flame graphs and model here (\"\": a temporary directory, removed; the log takes about 250 bytes per outcome)")
-	asJSON := fs.Bool("json", false, "end with one JSON object")
+	asJSON := addJSONFlag(fs)
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return helpIsNotAnError(err)

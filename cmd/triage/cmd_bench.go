@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -14,6 +15,12 @@ import (
 var benches = map[string]func(args []string) error{}
 
 func registerBench(name string, run func(args []string) error) { benches[name] = run }
+
+// addJSONFlag adds --json, the same switch in every bench: after the human
+// table, print one JSON object as the last line (printJSONLine).
+func addJSONFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("json", false, "print one JSON object as the last line")
+}
 
 // printJSONLine writes v as one line of JSON: what a bench prints last with
 // --json, for scripts that read the last line.
