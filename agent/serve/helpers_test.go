@@ -193,6 +193,25 @@ func (ts *testServer) dialTCPAndRead() error {
 	return err
 }
 
+// decideOverTheWire decides n sample tasks through served, over a real
+// triage/1 connection, and the same tasks through ref in process, for a
+// test to compare the two answers.
+func decideOverTheWire(t *testing.T, served, ref serve.Backend, n int) (tasks []*wire.Task, got *wire.DecideResponse, want []*wire.Decision) {
+	t.Helper()
+	ts := startServer(t, serve.Config{}, served)
+	c := ts.dial(t, ts.clientConfig())
+	ctx := callCtx(t)
+	tasks = sampleTasks(n)
+	got, err := c.Decide(ctx, tasks)
+	if err != nil {
+		t.Fatalf("Decide over triage/1: %v", err)
+	}
+	if want, _, _, err = ref.Decide(ctx, tasks); err != nil {
+		t.Fatalf("Decide in process: %v", err)
+	}
+	return tasks, got, want
+}
+
 func sampleTasks(n int) []*wire.Task {
 	classes := []string{"interactive", "batch", "ml-inference"}
 	out := make([]*wire.Task, n)

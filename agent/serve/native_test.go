@@ -15,22 +15,10 @@ import (
 
 func TestNativeDecideMatchesPolicy(t *testing.T) {
 	b, d := goBackend()
-	ts := startServer(t, serve.Config{}, b)
-	c := ts.dial(t, ts.clientConfig())
-	ctx := callCtx(t)
-
-	tasks := sampleTasks(64)
-	resp, err := c.Decide(ctx, tasks)
-	if err != nil {
-		t.Fatalf("Decide: %v", err)
-	}
+	// The same tasks through the backend in-process must give the same Q.
+	tasks, resp, want := decideOverTheWire(t, b, b, 64)
 	if resp.GetModel() != d.Version() || resp.GetStateEpoch() != 1 {
 		t.Errorf("model %q epoch %d, want %q 1", resp.GetModel(), resp.GetStateEpoch(), d.Version())
-	}
-	// The same tasks through the backend in-process must give the same Q.
-	want, _, _, err := b.Decide(ctx, tasks)
-	if err != nil {
-		t.Fatal(err)
 	}
 	prios := map[uint32]int{}
 	for i, got := range resp.GetDecisions() {

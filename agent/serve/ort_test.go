@@ -3,7 +3,6 @@ package serve_test
 import (
 	"testing"
 
-	"github.com/triage-agent/triage/agent/serve"
 	"github.com/triage-agent/triage/internal/bench/backend"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/policy/defaultmodel"
@@ -21,18 +20,7 @@ func TestDecideWithONNXRuntime(t *testing.T) {
 	b := backend.NewPolicy(sess, gb.State())
 	ref := backend.NewPolicy(policy.NewGoDecider(sess.MLP(), sess.Metadata()), gb.State())
 
-	ts := startServer(t, serve.Config{}, b)
-	c := ts.dial(t, ts.clientConfig())
-	ctx := callCtx(t)
-	tasks := sampleTasks(32)
-	resp, err := c.Decide(ctx, tasks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _, _, err := ref.Decide(ctx, tasks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tasks, resp, want := decideOverTheWire(t, b, ref, 32)
 	if resp.GetModel() != sess.Version() {
 		t.Errorf("model %q, want %q", resp.GetModel(), sess.Version())
 	}
