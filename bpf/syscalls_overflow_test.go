@@ -31,31 +31,31 @@ func TestSyscallWatchMapsFull(t *testing.T) {
 	requireBPF(t)
 	s := mustOpen(t, OpenSyscalls, SyscallsOptions{})
 	// Cgroup ids need not name live cgroups: the map is keyed by number.
-	for id := uint64(1); id <= MaxSyscallWatchedCgroups; id++ {
-		if err := s.WatchCgroup(notATask + id); err != nil {
-			t.Fatalf("watching cgroup %d of %d: %v", id, MaxSyscallWatchedCgroups, err)
-		}
-	}
-	if err := s.WatchCgroup(notATask + MaxSyscallWatchedCgroups + 1); !errors.Is(err, ErrSyscallWatchFull) {
-		t.Fatalf("watching cgroup %d: %v, want ErrSyscallWatchFull", MaxSyscallWatchedCgroups+1, err)
-	}
+	fillWatchMap(t, s.WatchCgroup, MaxSyscallWatchedCgroups, "cgroup")
 	if err := s.WatchCgroup(notATask + 1); err != nil {
 		t.Errorf("watching a cgroup already watched, with the map full: %v", err)
 	}
-	for pid := uint32(1); pid <= MaxSyscallWatchedPIDs; pid++ {
-		if err := s.WatchPID(notATask + pid); err != nil {
-			t.Fatalf("watching pid %d of %d: %v", pid, MaxSyscallWatchedPIDs, err)
-		}
-	}
-	if err := s.WatchPID(notATask + MaxSyscallWatchedPIDs + 1); !errors.Is(err, ErrSyscallWatchFull) {
-		t.Fatalf("watching pid %d: %v, want ErrSyscallWatchFull", MaxSyscallWatchedPIDs+1, err)
-	}
+	fillWatchMap(t, s.WatchPID, MaxSyscallWatchedPIDs, "pid")
 	// Room again after one leaves.
 	if err := s.UnwatchPID(notATask + 1); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.WatchPID(notATask + MaxSyscallWatchedPIDs + 1); err != nil {
 		t.Fatalf("watching after one left: %v", err)
+	}
+}
+
+// fillWatchMap watches the ids notATask+1 to notATask+held, which must
+// all fit, and then one more, which must be ErrSyscallWatchFull.
+func fillWatchMap[K uint32 | uint64](t *testing.T, watch func(K) error, held K, kind string) {
+	t.Helper()
+	for n := K(1); n <= held; n++ {
+		if err := watch(notATask + n); err != nil {
+			t.Fatalf("watching %s %d of %d: %v", kind, n, held, err)
+		}
+	}
+	if err := watch(notATask + held + 1); !errors.Is(err, ErrSyscallWatchFull) {
+		t.Fatalf("watching %s %d: %v, want ErrSyscallWatchFull", kind, held+1, err)
 	}
 }
 
