@@ -160,6 +160,11 @@ type Config struct {
 	// (guard.Config.KeepUrgentMs). 0 means guard.DefaultKeepUrgentMs; a
 	// negative value turns the rule off.
 	GuardKeepUrgentMs float64
+	// GuardMinAdvantage: the model's priority stands only where its mean
+	// Q-value beats that of the controller's level by at least this much
+	// (guard.Config.MinAdvantage). 0 means guard.DefaultMinAdvantage; a
+	// negative value turns the rule off.
+	GuardMinAdvantage float64
 
 	// NoEBPF turns every eBPF probe off: the node signals come from procfs
 	// alone (as on a kernel without BTF or without the capabilities).
@@ -264,6 +269,14 @@ func (c Config) withDefaults() (Config, error) {
 		c.GuardKeepUrgentMs = 0 // the guard's off
 	case math.IsNaN(c.GuardKeepUrgentMs) || math.IsInf(c.GuardKeepUrgentMs, 0):
 		return c, fmt.Errorf("%w: guard urgent threshold %v ms: want a finite SLA, or a negative value for none", ErrBadConfig, c.GuardKeepUrgentMs)
+	}
+	switch {
+	case c.GuardMinAdvantage == 0:
+		c.GuardMinAdvantage = guard.DefaultMinAdvantage
+	case c.GuardMinAdvantage < 0:
+		c.GuardMinAdvantage = 0 // the rule's off
+	case math.IsNaN(c.GuardMinAdvantage) || math.IsInf(c.GuardMinAdvantage, 0):
+		return c, fmt.Errorf("%w: guard minimum advantage %v: want a finite Q-value difference, or a negative value for none", ErrBadConfig, c.GuardMinAdvantage)
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return c, fmt.Errorf("%w: --tls-cert and --tls-key go together", ErrBadConfig)

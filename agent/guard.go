@@ -23,7 +23,7 @@ func newGuard(cfg Config) (*guard.Guard, error) {
 		return nil, nil
 	}
 	return guard.Named(cfg.Guard, guard.Config{MinAgreement: float32(cfg.GuardMinAgreement), OutOfRange: !cfg.GuardIgnoreRange,
-		KeepUrgentMs: cfg.GuardKeepUrgentMs})
+		KeepUrgentMs: cfg.GuardKeepUrgentMs, MinAdvantage: float32(cfg.GuardMinAdvantage)})
 }
 
 // clockMs is t on the controllers' clock.

@@ -165,7 +165,13 @@ func TestGuardConfig(t *testing.T) {
 			t.Errorf("GuardKeepUrgentMs %v: %v (%v), want %v", in, got.GuardKeepUrgentMs, err, want)
 		}
 	}
-	for _, bad := range []Config{{Guard: "pid"}, {GuardMinAgreement: 1.5}, {GuardMinAgreement: math.NaN()}, {GuardKeepUrgentMs: math.Inf(1)}, {GuardKeepUrgentMs: math.NaN()}} {
+	for in, want := range map[float64]float64{0: guard.DefaultMinAdvantage, 0.05: 0.05, -1: 0} {
+		if got, err := (Config{GuardMinAdvantage: in}).withDefaults(); err != nil || got.GuardMinAdvantage != want {
+			t.Errorf("GuardMinAdvantage %v: %v (%v), want %v", in, got.GuardMinAdvantage, err, want)
+		}
+	}
+	for _, bad := range []Config{{Guard: "pid"}, {GuardMinAgreement: 1.5}, {GuardMinAgreement: math.NaN()}, {GuardKeepUrgentMs: math.Inf(1)}, {GuardKeepUrgentMs: math.NaN()},
+		{GuardMinAdvantage: math.Inf(1)}, {GuardMinAdvantage: math.NaN()}} {
 		if _, err := bad.withDefaults(); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("%+v: %v, want ErrBadConfig", bad, err)
 		}
@@ -196,5 +202,29 @@ func TestGuardKeepsUrgentWorkOutOfTheBackground(t *testing.T) {
 	off := localAgent(t, Config{ModelPath: model, GuardKeepUrgentMs: -1})
 	if p := decideOne(t, localClient(t, off, client.Config{}), urgentTask(4)); p != 0 {
 		t.Fatalf("rule off: priority %d, want the model's 0", p)
+	}
+}
+
+// A model that prefers priority 3 by a Q-value of 10: with a minimum
+// advantage above that, the guard's controller (reserve-rule: a 2 s task
+// to the background) decides, counts it and the decision table says the
+// same; below it, the model's 3 stands.
+func TestGuardServesTheControllerWhereTheModelIsNotAheadByTheMargin(t *testing.T) {
+	model := filepath.Join(t.TempDir(), "model.onnx")
+	writeModel(t, model, alwaysMLP(3), "always-3")
+	strict := localAgent(t, Config{ModelPath: model, Guard: "reserve-rule", GuardMinAdvantage: 20})
+	cl := localClient(t, strict, client.Config{})
+	if p := decideOne(t, cl, batchTask(1)); p != 0 {
+		t.Fatalf("a 2 s task: priority %d, want reserve-rule's 0", p)
+	}
+	if got := strict.metric(t, `triage_guard_decisions_total{reason="slim_margin"}`); got != 1 {
+		t.Fatalf("slim_margin counted %v, want 1", got)
+	}
+	if l := untilLocal(t, cl, batchTask(2)); l != 0 {
+		t.Fatalf("the table's level for a 2 s task: %d, want reserve-rule's 0", l)
+	}
+	loose := localAgent(t, Config{ModelPath: model, Guard: "reserve-rule", GuardMinAdvantage: 5})
+	if p := decideOne(t, localClient(t, loose, client.Config{}), batchTask(3)); p != 3 {
+		t.Fatalf("margin 5: priority %d, want the model's 3", p)
 	}
 }

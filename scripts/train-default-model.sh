@@ -38,13 +38,20 @@ MISSING="${TRIAGE_MODEL_MISSING_SOURCES:-0.5}"
 # node"); -1 trains on the calibrated readings only. The version says
 # "-vn" for every episode varied, "-vnP" for a share P.
 VARY="${TRIAGE_MODEL_VARY_NODE:-1}"
+# Checkpoint validation: how many training scenarios, spread evenly over
+# the list (the project's files first, then the generated ones), each
+# member's checkpoints are scored on.
+VALIDATION="${TRIAGE_MODEL_VALIDATION_SCENARIOS:-12}"
 NODE_TAG="-vn"
 if [ "$VARY" != 1 ]; then NODE_TAG="-vn${VARY}"; fi
+VAL_TAG=""
+if [ "$VALIDATION" != 12 ]; then VAL_TAG="-val${VALIDATION}"; fi
 "$BIN" train \
   --scenario "$(ls testdata/scenarios/*.json | paste -sd, -)" \
   --generated "$GEN" --gen-seed "$GEN_SEED" \
   --seed "$SEED" --episodes "$EPISODES" --ensemble "$ENSEMBLE" --blame-weight "$BLAME" \
   --missing-sources "$MISSING" --vary-node "$VARY" --teacher best --demo-episodes "$DEMO" --demo-margin "$MARGIN" \
-  --version "default-v2-s${SEED}-g${GEN}x${GEN_SEED}-e${EPISODES}x${ENSEMBLE}${NODE_TAG}" \
+  --validation-scenarios "$VALIDATION" \
+  --version "default-v2-s${SEED}-g${GEN}x${GEN_SEED}-e${EPISODES}x${ENSEMBLE}${NODE_TAG}${VAL_TAG}" \
   --out policy/defaultmodel/model.onnx \
   --report docs/training-report

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/triage-agent/triage/policy"
@@ -100,6 +101,46 @@ func TestGuardedPolicyIsItsControllerWhereUnsureAndTheNetworkWhereSure(t *testin
 		sameRun(t, name+" guarding a sure network", out, net)
 		if p.Guarded() != 0 || p.Counts[guard.Network] != len(net) {
 			t.Errorf("%s: counts %v, want all %d the network's", name, p.Counts, len(net))
+		}
+	}
+}
+
+// With a minimum advantage above what a sure network prefers its priority
+// by, every task the controller levels otherwise is the controller's
+// (slim_margin), and the run is the controller's own; below it the run is
+// the network's.
+func TestGuardedPolicyWithAMarginIsTheControllerWhereTheNetworkIsBarelyAhead(t *testing.T) {
+	sc := tinyScenario(t, 200)
+	meta := policy.CurrentMetadata("test", "")
+	// Priority 3 by a Q of 1 over every other; reserve-rule never answers 3.
+	sure := policy.NewGoDecider(constNet([policy.NumActions]float32{3: 1}), meta)
+	alone, err := Run(sc, Controller{control.NewReserve(control.DefaultReserve)}, SimConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	net, err := Run(sc, &DeciderPolicy{Label: "net", Decider: sure}, SimConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		margin float32
+		want   []Outcome
+		why    guard.Reason
+	}{{2, alone, guard.SlimMargin}, {0.5, net, guard.Network}} {
+		cfg := guard.DefaultConfig()
+		cfg.MinAdvantage = c.margin
+		g, err := guard.New(control.NewReserve(control.DefaultReserve), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := NewGuardedPolicy("dqn", sure, g)
+		out, err := Run(sc, p, SimConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRun(t, fmt.Sprintf("margin %v", c.margin), out, c.want)
+		if p.Counts[c.why] != len(out) {
+			t.Errorf("margin %v: counts %v, want all %d %s", c.margin, p.Counts, len(out), c.why)
 		}
 	}
 }

@@ -33,7 +33,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	var logLevel, logFormat string
 	var minAgreement float64
 	var guardRange bool
-	var keepUrgent float64
+	var keepUrgent, minAdvantage float64
 	var mallocArenas int
 	fs.StringVar(&cfg.QUICAddr, "quic-addr", "", `UDP address of the QUIC endpoint ("" = 127.0.0.1:4433, or :4433 with client authentication)`)
 	fs.StringVar(&tcpAddr, "tcp-addr", tcpAddrAuto, `TCP address of gRPC and JSON over HTTP/1.1 and HTTP/2 ("`+tcpAddrAuto+`" = the --quic-addr host and port number; "" = no TCP listener)`)
@@ -79,6 +79,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.Float64Var(&minAgreement, "guard-min-agreement", guard.DefaultMinAgreement, "share of the model's ensemble members that must choose its priority, else the guard decides (0: never guard on agreement)")
 	fs.BoolVar(&guardRange, "guard-out-of-range", true, "the guard decides tasks whose state lies outside the feature ranges of the model's training")
 	fs.Float64Var(&keepUrgent, "guard-keep-urgent-ms", guard.DefaultKeepUrgentMs, "the model never sends to the background a task whose SLA is under this while the guard's controller admits it (0: off)")
+	fs.Float64Var(&minAdvantage, "guard-min-advantage", guard.DefaultMinAdvantage, "the model's priority stands only where its mean Q-value beats the guard controller's level by at least this much, else the controller's level (0: off)")
 	fs.BoolVar(&cfg.NoEBPF, "no-ebpf", false, "use no eBPF probe: node signals from procfs only")
 	fs.BoolVar(&cfg.ProbeCPUStats, "probe-cpu-stats", false, "measure the probes' in-kernel CPU time (triage_probe_cpu_seconds_total); costs two clock reads per BPF program run")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
@@ -124,6 +125,10 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 			cfg.GuardMinAgreement = -1
 		}
 		cfg.GuardIgnoreRange = !guardRange
+		cfg.GuardMinAdvantage = minAdvantage
+		if minAdvantage == 0 {
+			cfg.GuardMinAdvantage = -1
+		}
 		cfg.GuardKeepUrgentMs = keepUrgent
 		if keepUrgent == 0 {
 			cfg.GuardKeepUrgentMs = -1

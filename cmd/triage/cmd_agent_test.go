@@ -24,7 +24,7 @@ func TestAgentHelpDocumentsEveryFlag(t *testing.T) {
 	for _, name := range []string{"quic-addr", "admin-addr", "model", "device", "onnxruntime-lib", "config", "client-ca", "token",
 		"tls-cert", "tls-key", "insecure-listen-any", "experience-dir", "flamegraph-dir", "flamegraph-interval", "shadow-model",
 		"batch-window", "workers", "task-timeout", "no-ebpf", "node-name", "tcp-addr", "token-file", "admin-tls", "admin-auth-all",
-		"node-ip", "pod-ip", "tls-san", "log-format", "guard", "guard-min-agreement", "guard-out-of-range", "guard-keep-urgent-ms",
+		"node-ip", "pod-ip", "tls-san", "log-format", "guard", "guard-min-agreement", "guard-out-of-range", "guard-keep-urgent-ms", "guard-min-advantage",
 		"max-conns", "max-conns-per-addr", "max-new-conns-per-addr", "max-streams-per-conn", "table-interval", "table-max-cells"} {
 		if !strings.Contains(help, "--"+name+" ") && !strings.Contains(help, "--"+name+"\n") {
 			t.Errorf("help lacks --%s", name)
@@ -178,22 +178,28 @@ func TestDeployConfigIsValidAgentConfig(t *testing.T) {
 	}
 }
 
-// --guard-min-agreement 0 and --guard-keep-urgent-ms 0 mean never on the
-// command line (agent.Config reads 0 as the default);
+// --guard-min-agreement 0, --guard-keep-urgent-ms 0 and
+// --guard-min-advantage 0 mean never on the command line (agent.Config
+// reads 0 as the default);
 // --guard-out-of-range=false keeps the model's decisions outside its
 // training ranges.
 func TestAgentGuardFlags(t *testing.T) {
+	defaultAdvantage := float64(guard.DefaultMinAdvantage)
+	if defaultAdvantage == 0 {
+		defaultAdvantage = -1 // off by default: the flag's 0 is never
+	}
 	for _, c := range []struct {
 		args        []string
 		guard       string
 		agreement   float64
 		ignoreRange bool
 		keepUrgent  float64
+		advantage   float64
 	}{
-		{nil, agent.DefaultGuard, guard.DefaultMinAgreement, false, guard.DefaultKeepUrgentMs},
-		{[]string{"--guard", "gradient2", "--guard-min-agreement", "0.75", "--guard-keep-urgent-ms", "30"}, "gradient2", 0.75, false, 30},
-		{[]string{"--guard-min-agreement", "0", "--guard-out-of-range=false", "--guard-keep-urgent-ms", "0"}, agent.DefaultGuard, -1, true, -1},
-		{[]string{"--guard", "none"}, agent.GuardNone, guard.DefaultMinAgreement, false, guard.DefaultKeepUrgentMs},
+		{nil, agent.DefaultGuard, guard.DefaultMinAgreement, false, guard.DefaultKeepUrgentMs, defaultAdvantage},
+		{[]string{"--guard", "gradient2", "--guard-min-agreement", "0.75", "--guard-keep-urgent-ms", "30", "--guard-min-advantage", "0.04"}, "gradient2", 0.75, false, 30, 0.04},
+		{[]string{"--guard-min-agreement", "0", "--guard-out-of-range=false", "--guard-keep-urgent-ms", "0", "--guard-min-advantage", "0"}, agent.DefaultGuard, -1, true, -1, -1},
+		{[]string{"--guard", "none"}, agent.GuardNone, guard.DefaultMinAgreement, false, guard.DefaultKeepUrgentMs, defaultAdvantage},
 	} {
 		var cfg agent.Config
 		fs, finish := agentFlags(&cfg)
@@ -203,8 +209,10 @@ func TestAgentGuardFlags(t *testing.T) {
 		if err := finish(); err != nil {
 			t.Fatal(err)
 		}
-		if cfg.Guard != c.guard || cfg.GuardMinAgreement != c.agreement || cfg.GuardIgnoreRange != c.ignoreRange || cfg.GuardKeepUrgentMs != c.keepUrgent {
-			t.Errorf("%v: guard %q agreement %v ignore range %v keep urgent %v, want %q %v %v %v", c.args, cfg.Guard, cfg.GuardMinAgreement, cfg.GuardIgnoreRange, cfg.GuardKeepUrgentMs, c.guard, c.agreement, c.ignoreRange, c.keepUrgent)
+		if cfg.Guard != c.guard || cfg.GuardMinAgreement != c.agreement || cfg.GuardIgnoreRange != c.ignoreRange || cfg.GuardKeepUrgentMs != c.keepUrgent ||
+			cfg.GuardMinAdvantage != c.advantage {
+			t.Errorf("%v: guard %q agreement %v ignore range %v keep urgent %v advantage %v, want %q %v %v %v %v", c.args, cfg.Guard, cfg.GuardMinAgreement,
+				cfg.GuardIgnoreRange, cfg.GuardKeepUrgentMs, cfg.GuardMinAdvantage, c.guard, c.agreement, c.ignoreRange, c.keepUrgent, c.advantage)
 		}
 	}
 }

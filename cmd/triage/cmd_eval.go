@@ -33,6 +33,7 @@ func runEval(args []string) error {
 	tune := fs.String("tune", "", "search the parameters of a controller (codel-lifo, shed-pi, gradient2, or all) on the scenarios instead of evaluating (docs/controllers.md)")
 	guardName := fs.String("guard", guard.DefaultController, "the dqn row's guard, as the agent's --guard: a controller ("+strings.Join(control.GuardNames, ", ")+") or none")
 	minAgree := fs.Float64("guard-min-agreement", guard.DefaultMinAgreement, "as the agent's --guard-min-agreement")
+	minAdv := fs.Float64("guard-min-advantage", guard.DefaultMinAdvantage, "as the agent's --guard-min-advantage (0: off)")
 	keepUrgent := fs.Float64("guard-keep-urgent-ms", guard.DefaultKeepUrgentMs, "as the agent's --guard-keep-urgent-ms (0: off)")
 	ablate := fs.String("ablate", "", "kernel: add a dqn-ablated row, the same guarded model with every kernel feature at its neutral value")
 	perClass := fs.Bool("per-class", true, "print SLA attainment per class and policy after each scenario's table")
@@ -88,6 +89,7 @@ func runEval(args []string) error {
 	var sum summary
 	gcfg := guard.DefaultConfig()
 	gcfg.MinAgreement = float32(*minAgree)
+	gcfg.MinAdvantage = float32(*minAdv)
 	gcfg.KeepUrgentMs = *keepUrgent
 	for _, sc := range all {
 		rows, guarded, err := modelRows(sess, *guardName, gcfg, *ablate == "kernel")

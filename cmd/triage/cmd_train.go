@@ -52,6 +52,7 @@ func runTrain(args []string) error {
 	demoWeight := fs.Float64("demo-weight", 0, "weight of the DQfD margin loss (0: 1)")
 	teacher := fs.String("teacher", "", "the demonstrator: a baseline's name, or best (each training scenario's best baseline); default static-class")
 	valSeeds := fs.Int("validation-seeds", 0, "arrival seeds per training scenario for checkpoint validation (0: 1)")
+	valScenarios := fs.Int("validation-scenarios", 0, "training scenarios, spread evenly over the list, that checkpoint validation runs on (0: 12)")
 	harmWeight := fs.Float64("harm-weight", 0, "weight of the overtaking price in the training reward (0: 1)")
 	blameWeight := fs.Float64("blame-weight", 0, "weight of the blocking price in the training reward (0: the trainer's default, 6; negative: none)")
 	varyNode := fs.Float64("vary-node", 0, "per-episode probability that the node reads its kernel features unlike the calibrated one (0: the trainer's default, 1; negative: never; docs/training.md, \"Varying the node\")")
@@ -65,6 +66,9 @@ func runTrain(args []string) error {
 	}
 	if *expDir != "" {
 		return runFineTune(*expDir, *initModel, *out, *seed, *epochs, *version)
+	}
+	if *valSeeds < 0 || *valScenarios < 0 {
+		return fmt.Errorf("--validation-seeds %d, --validation-scenarios %d: want 0 (the default) or more", *valSeeds, *valScenarios)
 	}
 	if len(scenarios) == 0 && *generated == 0 {
 		return errors.New("no --scenario or --generated given")
@@ -83,7 +87,7 @@ func runTrain(args []string) error {
 	}
 	prog := newProgress(os.Stdout)
 	cfg := train.DQNConfig{Seed: *seed, Episodes: *episodes, Ensemble: *ensemble,
-		DemoEpisodes: *demoEpisodes, DemoMargin: *demoMargin, DemoWeight: *demoWeight, Teacher: *teacher, ValidationSeeds: *valSeeds,
+		DemoEpisodes: *demoEpisodes, DemoMargin: *demoMargin, DemoWeight: *demoWeight, Teacher: *teacher, ValidationSeeds: *valSeeds, ValidationScenarios: *valScenarios,
 		HarmWeight: *harmWeight, BlameWeight: *blameWeight, MissingSources: *missing, VaryNode: *varyNode}
 	for _, h := range strings.Split(*hidden, ",") {
 		if h = strings.TrimSpace(h); h == "" {

@@ -33,11 +33,15 @@ const (
 	// (priority 0) an urgent task (Config.KeepUrgentMs) the controller
 	// admits; the controller's level stands.
 	KeptUrgent
+	// SlimMargin: the network, sure of itself, preferred its priority to
+	// the controller's by less than Config.MinAdvantage of its own mean
+	// Q-value; the controller's level stands.
+	SlimMargin
 	// NumReasons counts the reasons, for arrays indexed by Reason.
 	NumReasons
 )
 
-var reasonNames = [NumReasons]string{Network: "network", Disagree: "disagree", OutOfRange: "out_of_range", KeptUrgent: "kept_urgent"}
+var reasonNames = [NumReasons]string{Network: "network", Disagree: "disagree", OutOfRange: "out_of_range", KeptUrgent: "kept_urgent", SlimMargin: "slim_margin"}
 
 // String is the reason as metrics label it.
 func (r Reason) String() string {
@@ -78,6 +82,12 @@ type Config struct {
 	// (cmd/triage.TestDecideKeepsUrgentWorkOutOfTheBackgroundOnAContendedNode).
 	// A controller that sheds the task itself still may. 0: off.
 	KeepUrgentMs float64
+	// MinAdvantage: the network's sure decision stands only where its mean
+	// Q-value beats that of the controller's level by at least this much
+	// (in reward units, a task's reward lying in [-1, 1]); below it the
+	// controller's level stands. The network departs from the controller
+	// only where it has learnt a reason to. 0: off.
+	MinAdvantage float32
 }
 
 // DefaultKeepUrgentMs is reserve-rule's threshold of urgent work
@@ -85,17 +95,43 @@ type Config struct {
 // the background.
 const DefaultKeepUrgentMs = 50
 
+// DefaultMinAdvantage is the agent's and `triage eval`'s MinAdvantage
+// (docs/policy.md, "The network's margin over its guard").
+const DefaultMinAdvantage = 0
+
 // DefaultConfig is the agent's default: DefaultMinAgreement, out-of-range
 // states guarded, urgent work under DefaultKeepUrgentMs kept out of the
-// background.
+// background, DefaultMinAdvantage.
 func DefaultConfig() Config {
-	return Config{MinAgreement: DefaultMinAgreement, OutOfRange: true, KeepUrgentMs: DefaultKeepUrgentMs}
+	return Config{MinAgreement: DefaultMinAgreement, OutOfRange: true, KeepUrgentMs: DefaultKeepUrgentMs, MinAdvantage: DefaultMinAdvantage}
 }
 
 // keepsUrgent says whether the network's sure decision d on t yields to
 // the controller's level for it.
 func (g *Guard) keepsUrgent(t *control.Task, d *policy.Decision, controllerLevel int) bool {
 	return d.Priority == 0 && controllerLevel > 0 && g.urgent(t)
+}
+
+// overrules says whether the controller's level stands over the
+// network's sure decision d on t, and why: KeptUrgent, SlimMargin, or
+// Network where the network's stands.
+func (g *Guard) overrules(t *control.Task, d *policy.Decision, controllerLevel int) Reason {
+	switch {
+	case g.keepsUrgent(t, d, controllerLevel):
+		return KeptUrgent
+	case g.slim(d, controllerLevel):
+		return SlimMargin
+	}
+	return Network
+}
+
+// slim says whether the network's sure decision d beats the controller's
+// level by less than MinAdvantage of mean Q-value.
+func (g *Guard) slim(d *policy.Decision, controllerLevel int) bool {
+	if g.cfg.MinAdvantage <= 0 || d.Priority == controllerLevel || controllerLevel < 0 || controllerLevel >= policy.NumActions {
+		return false
+	}
+	return d.Q[d.Priority]-d.Q[controllerLevel] < g.cfg.MinAdvantage
 }
 
 // urgent says whether t is urgent work that KeepUrgentMs protects.
@@ -122,6 +158,9 @@ func New(c control.Controller, cfg Config) (*Guard, error) {
 	}
 	if !(cfg.MinAgreement >= 0 && cfg.MinAgreement <= 1) {
 		return nil, fmt.Errorf("%w: minimum agreement %v, want a share in [0, 1]", ErrBadConfig, cfg.MinAgreement)
+	}
+	if !(cfg.MinAdvantage >= 0) || math.IsInf(float64(cfg.MinAdvantage), 0) {
+		return nil, fmt.Errorf("%w: minimum advantage %v, want 0 (off) or a finite Q-value difference", ErrBadConfig, cfg.MinAdvantage)
 	}
 	if !(cfg.KeepUrgentMs >= 0) || math.IsInf(cfg.KeepUrgentMs, 0) {
 		return nil, fmt.Errorf("%w: urgent work under %v ms, want 0 (off) or a finite SLA", ErrBadConfig, cfg.KeepUrgentMs)
@@ -165,8 +204,8 @@ func (g *Guard) Decide(t *control.Task, d *policy.Decision) (level int, key floa
 	level, key = g.c.Decide(t)
 	g.mu.Unlock()
 	if why = g.Unsure(d); why == Network {
-		if g.keepsUrgent(t, d, level) {
-			return level, key, KeptUrgent
+		if why = g.overrules(t, d, level); why != Network {
+			return level, key, why
 		}
 		return d.Priority, t.DeadlineMs(), Network
 	}

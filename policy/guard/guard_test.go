@@ -142,7 +142,7 @@ func TestGuardRefusesBadConfig(t *testing.T) {
 }
 
 func TestReasonNames(t *testing.T) {
-	for r, want := range map[Reason]string{Network: "network", Disagree: "disagree", OutOfRange: "out_of_range", KeptUrgent: "kept_urgent", NumReasons: "reason(4)"} {
+	for r, want := range map[Reason]string{Network: "network", Disagree: "disagree", OutOfRange: "out_of_range", KeptUrgent: "kept_urgent", SlimMargin: "slim_margin", NumReasons: "reason(5)"} {
 		if r.String() != want {
 			t.Errorf("%d: %q, want %q", r, r.String(), want)
 		}
@@ -191,6 +191,56 @@ func TestGuardRefusesABadUrgentThreshold(t *testing.T) {
 	for _, ms := range []float64{-1, math.NaN(), math.Inf(1)} {
 		if _, err := New(tightGradient2(), Config{KeepUrgentMs: ms}); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("KeepUrgentMs %v: %v, want ErrBadConfig", ms, err)
+		}
+	}
+}
+
+// The network's sure priority stands only where its mean Q-value beats the
+// controller's level by MinAdvantage; by less, the controller's level
+// stands (SlimMargin), and Preview answers the same. Off (0), or where
+// both agree, the network's stands.
+func TestGuardYieldsWhereTheNetworkIsAheadBySoLittle(t *testing.T) {
+	reserve := func() control.Controller { return control.NewReserve(control.DefaultReserve) }
+	long := &control.Task{ArrivalMs: 10, SLAMs: 150, ExpectedMs: 12} // reserve-rule: background
+	q := func(q4, q0 float32) *policy.Decision {
+		d := &policy.Decision{Agreement: 1}
+		d.Q = [policy.NumActions]float32{q0, -1, -1, -1, q4}
+		d.Priority = policy.Argmax(&d.Q)
+		return d
+	}
+	for _, c := range []struct {
+		name      string
+		margin    float32
+		d         *policy.Decision
+		want      Reason
+		wantLevel int
+	}{
+		{"slim", 0.05, q(0.30, 0.27), SlimMargin, 0},
+		{"clear", 0.05, q(0.30, 0.20), Network, 4},
+		{"off", 0, q(0.30, 0.29), Network, 4},
+		{"agrees", 0.05, q(0.20, 0.21), Network, 0},
+	} {
+		cfg := DefaultConfig()
+		cfg.MinAdvantage = c.margin
+		g, err := New(reserve(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		level, why, ok := g.Preview(long, c.d)
+		if !ok || why != c.want || level != c.wantLevel {
+			t.Errorf("%s: preview level %d reason %s ok %v, want level %d reason %s", c.name, level, why, ok, c.wantLevel, c.want)
+		}
+		level, _, why = g.Decide(long, c.d)
+		if why != c.want || level != c.wantLevel {
+			t.Errorf("%s: level %d reason %s, want level %d reason %s", c.name, level, why, c.wantLevel, c.want)
+		}
+	}
+}
+
+func TestGuardRefusesABadMinAdvantage(t *testing.T) {
+	for _, m := range []float32{-0.1, float32(math.NaN()), float32(math.Inf(1))} {
+		if _, err := New(tightGradient2(), Config{MinAdvantage: m}); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("MinAdvantage %v: %v, want ErrBadConfig", m, err)
 		}
 	}
 }

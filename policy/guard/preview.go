@@ -20,8 +20,8 @@ func (g *Guard) CanPreview() bool {
 func (g *Guard) Preview(t *control.Task, d *policy.Decision) (level int, why Reason, ok bool) {
 	why = g.Unsure(d)
 	sure := why == Network
-	if sure && !(d.Priority == 0 && g.urgent(t)) {
-		return d.Priority, Network, true
+	if sure && g.cfg.MinAdvantage <= 0 && !(d.Priority == 0 && g.urgent(t)) {
+		return d.Priority, Network, true // no rule could overrule it
 	}
 	p, can := g.c.(control.Previewer)
 	if !can {
@@ -31,8 +31,8 @@ func (g *Guard) Preview(t *control.Task, d *policy.Decision) (level int, why Rea
 	level, _ = p.Preview(t)
 	g.mu.Unlock()
 	if sure {
-		if g.keepsUrgent(t, d, level) {
-			return level, KeptUrgent, true
+		if why = g.overrules(t, d, level); why != Network {
+			return level, why, true
 		}
 		return d.Priority, Network, true
 	}
