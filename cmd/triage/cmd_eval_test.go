@@ -31,9 +31,7 @@ func captureStdout(t *testing.T, f func() error) (string, error) {
 // the DQN (the embedded model through ONNX Runtime) under "dqn".
 func TestEvalJSONLastLine(t *testing.T) {
 	dir := t.TempDir()
-	sc := writeScenario(t, dir, `{"name":"cli","seed":3,"duration_s":5,"workers":2,
-	 "arrival":{"process":"poisson","rate_per_s":50},
-	 "classes":[{"name":"a","share":1,"sla_ms":30,"cost_ms":{"dist":"exponential","mean":3}}]}`)
+	sc := writeOneClassScenario(t, dir, "cli", 5)
 	plot := filepath.Join(dir, "p.svg")
 	out, err := captureStdout(t, func() error { return runEval([]string{"--scenario", sc, "--json", "--plot", plot}) })
 	if err != nil {
@@ -107,9 +105,7 @@ func TestEvalPrintsPeriodsOfInterference(t *testing.T) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
 	}
-	plain := writeScenario(t, dir, `{"name":"cli-plain","seed":3,"duration_s":3,"workers":2,
-	 "arrival":{"process":"poisson","rate_per_s":50},
-	 "classes":[{"name":"a","share":1,"sla_ms":30,"cost_ms":{"dist":"exponential","mean":3}}]}`)
+	plain := writeOneClassScenario(t, dir, "cli-plain", 3)
 	out, err = captureStdout(t, func() error { return runEval([]string{"--scenario", plain}) })
 	if err != nil || strings.Contains(out, "per period") {
 		t.Errorf("a scenario without interference: err %v, per-period table printed:\n%s", err, out)

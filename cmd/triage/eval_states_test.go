@@ -17,9 +17,7 @@ import (
 // and no queue, which the one-class scenario at a low load never sees.
 func TestEvalStatesFromMarksTheFeaturesOutsideTheSimulation(t *testing.T) {
 	dir := t.TempDir()
-	sc := writeScenario(t, dir, `{"name":"states","seed":3,"duration_s":5,"workers":2,
-	 "arrival":{"process":"poisson","rate_per_s":50},
-	 "classes":[{"name":"a","share":1,"sla_ms":30,"cost_ms":{"dist":"exponential","mean":3}}]}`)
+	sc := writeOneClassScenario(t, dir, "states", 5)
 	exp := filepath.Join(dir, "experience")
 	w, err := experience.Open(exp, experience.Options{})
 	if err != nil {
