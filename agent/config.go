@@ -262,21 +262,11 @@ func (c Config) withDefaults() (Config, error) {
 	case c.GuardMinAgreement > 1 || math.IsNaN(c.GuardMinAgreement):
 		return c, fmt.Errorf("%w: guard minimum agreement %v: want a share in (0, 1], or a negative value to never guard on agreement", ErrBadConfig, c.GuardMinAgreement)
 	}
-	switch {
-	case c.GuardKeepUrgentMs == 0:
-		c.GuardKeepUrgentMs = guard.DefaultKeepUrgentMs
-	case c.GuardKeepUrgentMs < 0:
-		c.GuardKeepUrgentMs = 0 // the guard's off
-	case math.IsNaN(c.GuardKeepUrgentMs) || math.IsInf(c.GuardKeepUrgentMs, 0):
-		return c, fmt.Errorf("%w: guard urgent threshold %v ms: want a finite SLA, or a negative value for none", ErrBadConfig, c.GuardKeepUrgentMs)
+	if err := defaultOrOff(&c.GuardKeepUrgentMs, guard.DefaultKeepUrgentMs, "guard urgent threshold (ms)"); err != nil {
+		return c, err
 	}
-	switch {
-	case c.GuardMinAdvantage == 0:
-		c.GuardMinAdvantage = guard.DefaultMinAdvantage
-	case c.GuardMinAdvantage < 0:
-		c.GuardMinAdvantage = 0 // the rule's off
-	case math.IsNaN(c.GuardMinAdvantage) || math.IsInf(c.GuardMinAdvantage, 0):
-		return c, fmt.Errorf("%w: guard minimum advantage %v: want a finite Q-value difference, or a negative value for none", ErrBadConfig, c.GuardMinAdvantage)
+	if err := defaultOrOff(&c.GuardMinAdvantage, guard.DefaultMinAdvantage, "guard minimum advantage"); err != nil {
+		return c, err
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return c, fmt.Errorf("%w: --tls-cert and --tls-key go together", ErrBadConfig)
@@ -308,4 +298,18 @@ func defaultDir(dir, name string, log *slog.Logger) string {
 		return d
 	}
 	return dir
+}
+
+// defaultOrOff settles a guard rule's threshold: 0 is def, a negative value
+// turns the rule off (0 to the guard), and NaN or an infinity is refused.
+func defaultOrOff(v *float64, def float64, what string) error {
+	switch {
+	case *v == 0:
+		*v = def
+	case *v < 0:
+		*v = 0
+	case math.IsNaN(*v) || math.IsInf(*v, 0):
+		return fmt.Errorf("%w: %s %v: want a finite value, or a negative value for none", ErrBadConfig, what, *v)
+	}
+	return nil
 }
