@@ -125,12 +125,13 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 			c.OnRun(r)
 		}
 	}
-	// Refuse a node this machine cannot give before anything runs.
-	if nd, err := newNode(sc, c.IODir); err != nil {
+	// Refuse a node this machine cannot give before anything runs, and
+	// measure the I/O unit every run shares.
+	nd, err := newNode(sc, c.IODir, 0)
+	if err != nil {
 		return nil, err
-	} else {
-		nd.close()
 	}
+	nd.close()
 	dir := c.KeepDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "triage-e2e-"); err != nil {
@@ -148,7 +149,7 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		return nil, err
 	}
 	defer ag.Stop()
-	base := Config{Scenario: sc, Seed: c.Seed, TimeScale: c.TimeScale, CPUTime: c.CPUTime, IODir: c.IODir}
+	base := Config{Scenario: sc, Seed: c.Seed, TimeScale: c.TimeScale, CPUTime: c.CPUTime, IODir: c.IODir, IOWriteMs: nd.writeMs}
 	rep := &Report{}
 	if rep.FIFO, err = Run(ctx, base); err != nil {
 		return nil, fmt.Errorf("FIFO run: %w", err)

@@ -76,6 +76,12 @@ type Config struct {
 	// neighbour writers write (default os.TempDir()): a directory on the
 	// disk whose contention matters.
 	IODir string
+	// IOWriteMs is the I/O unit: the time of one uncontended 64 KiB write
+	// and fsync that a task's I/O milliseconds are counted in. 0 measures
+	// it at the start of the run; Bench measures it once, over many
+	// writes, and gives every run the same, so that every policy's tasks
+	// do the same writes.
+	IOWriteMs float64
 }
 
 // Result is one run.
@@ -100,6 +106,12 @@ type Result struct {
 	// after their scheduled time (a busy machine; the numbers are then
 	// less comparable).
 	LateStarts int
+	// IOWriteMs is the run's I/O unit, one uncontended 64 KiB write and
+	// fsync measured at its start, and DiskSettle how long the run waited
+	// before it for the disk's writeback to drain (0 for a node without
+	// I/O).
+	IOWriteMs  float64
+	DiskSettle time.Duration
 }
 
 // ErrNoScenario reports a Config without a scenario.
@@ -183,7 +195,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			cfg.Label = "fifo"
 		}
 	}
-	nd, err := newNode(sc, cfg.IODir)
+	nd, err := newNode(sc, cfg.IODir, cfg.IOWriteMs)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +213,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// SJF) serve strictly by key; priorities get the whole contract
 	// (levels, deadline order, the late-work rule, the background tier).
 	r.queue = train.NewQueue(&r.outs, r.keyOrdered())
-	r.res = Result{Label: cfg.Label, TimeScale: scale}
+	r.res = Result{Label: cfg.Label, TimeScale: scale, IOWriteMs: nd.writeMs, DiskSettle: nd.settled}
 	if len(r.tasks) == 0 {
 		r.res.Metrics = train.Summarise(sc, r.outs)
 		return &r.res, nil
@@ -509,6 +521,10 @@ func (r *run) reporter(ctx context.Context) {
 }
 
 func (r *Result) String() string {
-	return fmt.Sprintf("%s: %d tasks, SLA %.4f, goodput %.2f/s, p50 %.1f ms, p99 %.1f ms (wall %v, scale %.3f)",
+	s := fmt.Sprintf("%s: %d tasks, SLA %.4f, goodput %.2f/s, p50 %.1f ms, p99 %.1f ms (wall %v, scale %.3f)",
 		r.Label, r.Metrics.Tasks, r.Metrics.SLAAttainment, r.Metrics.GoodputPerS, r.Metrics.P50Ms, r.Metrics.P99Ms, r.Wall.Round(time.Millisecond), r.TimeScale)
+	if r.IOWriteMs > 0 {
+		s += fmt.Sprintf(", I/O unit %.3f ms after %v of disk settling", r.IOWriteMs, r.DiskSettle.Round(time.Millisecond))
+	}
+	return s
 }

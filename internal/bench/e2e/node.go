@@ -28,20 +28,38 @@ import (
 // machine: real execution can only give it the CPUs there are.
 var ErrTooManyCPUs = errors.New("e2e: the scenario's node has more CPUs than this machine")
 
-// ioWriteBytes is the size of one fsync'd write of a task's I/O part.
-const ioWriteBytes = 64 << 10
+// ioWriteBytes is the size of one fsync'd write of a task's I/O part, and
+// spanWrites how many of them a worker's file holds: its writes go round
+// the 8 MiB span, overwriting after the first pass.
+const (
+	ioWriteBytes = 64 << 10
+	spanWrites   = 128
+)
 
 // node is the played node of one run.
 type node struct {
 	cpus    []int   // the CPU set of workers and neighbours; nil: all
 	dir     string  // where the workers' files are
 	writeMs float64 // one uncontended write+fsync, measured at the start
+	settled time.Duration
 }
+
+// The disk is settled before a run measures its I/O unit: the run before
+// it (its deletions, the neighbours' and tasks' last writes, the journal)
+// leaves writeback that would otherwise fall on this run's first seconds
+// and on its unit, which every task's I/O part is counted in. Up to
+// settleTimeout, until no more than settleQuietBytes are dirty or in
+// writeback.
+const (
+	settleQuietBytes = 1 << 20
+	settleTimeout    = 15 * time.Second
+)
 
 // newNode checks sc's node against this machine and prepares it: the CPU
 // set, and when any class does I/O, the directory and the time of one
-// uncontended write (the unit a task's I/O part is counted in).
-func newNode(sc *train.Scenario, dir string) (*node, error) {
+// uncontended write (the unit a task's I/O part is counted in): writeMs
+// when it is above 0, else measured on the settled disk.
+func newNode(sc *train.Scenario, dir string, writeMs float64) (*node, error) {
 	n := &node{}
 	if !sc.HasNode() {
 		return n, nil
@@ -72,6 +90,13 @@ func newNode(sc *train.Scenario, dir string) (*node, error) {
 		return nil, fmt.Errorf("e2e: the tasks' I/O directory: %w", err)
 	}
 	n.dir = d
+	if n.settled, _, err = proc.SettleDisk(settleQuietBytes, settleTimeout); err != nil {
+		n.close()
+		return nil, fmt.Errorf("e2e: settling the disk: %w", err)
+	}
+	if n.writeMs = writeMs; writeMs > 0 {
+		return n, nil
+	}
 	if n.writeMs, err = measureWrite(d); err != nil {
 		n.close()
 		return nil, err
@@ -79,20 +104,27 @@ func newNode(sc *train.Scenario, dir string) (*node, error) {
 	return n, nil
 }
 
-// measureWrite is the mean time of 40 uncontended write+fsyncs, after 4
-// that warm the file up. The mean, not the median: a task's I/O part is a
+// measureWrite is the mean time of 256 uncontended write+fsyncs, after one
+// pass over the file's span, so that they overwrite as a task's writes do
+// after its worker's first spanWrites (appending writes also commit their
+// block allocation: 0.31-0.36 ms here against 0.19-0.20 overwriting, a
+// unit 1.7 times too long made every task write too little). The mean, not
+// the median: a task's I/O part is a
 // run of writes, whose time is their count times the mean, and the
 // calibration the simulator stretches I/O with is a ratio of means too.
 // fsync times are heavy-tailed (on this node's disk a median of 0.28 ms
 // beside a mean of 1.08 ms once), so a median unit made every real I/O part
-// several times longer than the scenario's and the simulation's.
+// several times longer than the scenario's and the simulation's. The tail
+// is also why the mean is of 256: the mean of 40, measured before each run,
+// came out 0.43 to 0.96 ms in four runs of one bench (2026-12-03), which
+// gave one policy half the writes of another.
 func measureWrite(dir string) (float64, error) {
 	w, err := newTaskFile(dir)
 	if err != nil {
 		return 0, err
 	}
 	defer w.close()
-	const warm, n = 4, 40
+	const warm, n = spanWrites, 256
 	sum := 0.0
 	for i := 0; i < warm+n; i++ {
 		t0 := time.Now()
@@ -207,7 +239,7 @@ func (w *taskFile) write() error {
 	if err := w.f.Sync(); err != nil {
 		return fmt.Errorf("e2e: task fsync: %w", err)
 	}
-	w.off = (w.off + ioWriteBytes) % (8 << 20)
+	w.off = (w.off + ioWriteBytes) % (spanWrites * ioWriteBytes)
 	return nil
 }
 

@@ -91,10 +91,36 @@ func TestInterferenceIsPlayedForRealAndCleanedUp(t *testing.T) {
 	} else if n := pp[0].Tasks + pp[1].Tasks; n != len(res.Outcomes) {
 		t.Errorf("periods hold %d tasks, the run %d", n, len(res.Outcomes))
 	}
+	if res.IOWriteMs <= 0 {
+		t.Errorf("the run's I/O unit %v ms: not measured", res.IOWriteMs)
+	}
 	if left := neighbourCgroups(); len(left) != 0 {
 		t.Errorf("neighbour cgroups left behind: %v", left)
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("the run left %d entries in its I/O directory", len(left))
+	}
+}
+
+// A node given its I/O unit keeps it (Bench gives every run the one it
+// measured); without one it measures its own on the disk of dir.
+func TestNodeKeepsAGivenIOUnitElseMeasuresOne(t *testing.T) {
+	sc := v2Scenario(t, 1, "")
+	dir := t.TempDir()
+	given, err := newNode(sc, dir, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer given.close()
+	if given.writeMs != 0.5 {
+		t.Errorf("given 0.5 ms, the node counts in %v ms", given.writeMs)
+	}
+	measured, err := newNode(sc, dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer measured.close()
+	if !(measured.writeMs > 0) {
+		t.Errorf("measured unit %v ms", measured.writeMs)
 	}
 }
