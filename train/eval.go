@@ -76,13 +76,23 @@ type Evaluation struct {
 
 // Evaluate runs each policy on the same tasks of sc (seed 0: the scenario's).
 func Evaluate(sc *Scenario, seed int64, policies ...Policy) (*Evaluation, error) {
-	return evaluate(sc, seed, 0, policies)
+	return evaluate(sc, seed, EvalNode{}, policies)
 }
 
-// evaluate is Evaluate on a node varied with probability vary
-// (SimConfig.VaryNode); every policy runs on the same node, drawn from the
-// seed.
-func evaluate(sc *Scenario, seed int64, vary float64, policies []Policy) (*Evaluation, error) {
+// EvalNode is the simulated node an evaluation runs on. Its zero value is
+// the calibrated node of the committed calibration.
+type EvalNode struct {
+	// Calibration is another node's (triage calibrate --out); nil is
+	// DefaultCalibration.
+	Calibration *Calibration
+	// Vary is the probability that a run's node reads its kernel features
+	// unlike the calibrated one (SimConfig.VaryNode).
+	Vary float64
+}
+
+// evaluate is Evaluate on node; every policy runs on the same node, a
+// varied one drawn from the seed.
+func evaluate(sc *Scenario, seed int64, node EvalNode, policies []Policy) (*Evaluation, error) {
 	if seed == 0 {
 		seed = sc.Seed
 	}
@@ -92,7 +102,7 @@ func evaluate(sc *Scenario, seed int64, vary float64, policies []Policy) (*Evalu
 		if _, dup := ev.Policies[p.Name()]; dup {
 			return nil, fmt.Errorf("evaluating %s: policy %q given twice", sc.Name, p.Name())
 		}
-		out, err := RunTasks(sc, tasks, p, SimConfig{Seed: seed, VaryNode: vary})
+		out, err := RunTasks(sc, tasks, p, SimConfig{Seed: seed, VaryNode: node.Vary, Calibration: node.Calibration})
 		if err != nil {
 			return nil, err
 		}
@@ -174,12 +184,18 @@ func EvaluateSeeds(sc *Scenario, seeds []int64, policies ...Policy) (*Evaluation
 // a policy keeps on machines other than the one the simulator was
 // calibrated on.
 func EvaluateSeedsVaried(sc *Scenario, seeds []int64, vary float64, policies ...Policy) (*Evaluation, error) {
+	return EvaluateSeedsOn(sc, seeds, EvalNode{Vary: vary}, policies...)
+}
+
+// EvaluateSeedsOn is EvaluateSeeds on node: another node's calibration, a
+// varied node, or both.
+func EvaluateSeedsOn(sc *Scenario, seeds []int64, node EvalNode, policies ...Policy) (*Evaluation, error) {
 	if len(seeds) == 0 {
 		seeds = []int64{0}
 	}
 	var acc *Evaluation
 	for _, seed := range seeds {
-		ev, err := evaluate(sc, seed, vary, policies)
+		ev, err := evaluate(sc, seed, node, policies)
 		if err != nil {
 			return nil, err
 		}

@@ -132,3 +132,38 @@ func TestEvaluateSeedsAverages(t *testing.T) {
 		t.Fatalf("mean over seeds %v, want %v (seeds gave %v and %v)", got, want, a.Policies["fifo"].SLAAttainment, b.Policies["fifo"].SLAAttainment)
 	}
 }
+
+// An evaluation on another node's calibration is the simulation of that
+// node: a disk twice as slow under contention serves the I/O class worse,
+// and the CPU-only class no better; the zero EvalNode is the default one.
+func TestEvaluateOnAnotherNodesCalibration(t *testing.T) {
+	sc := nodeScenario(t, 2)
+	slow := *DefaultCalibration()
+	slow.IO = append([]IOLevel(nil), slow.IO...)
+	for i := range slow.IO {
+		if slow.IO[i].Writers > 0 {
+			slow.IO[i].Slowdown *= 2
+			slow.IO[i].WriteMs *= 2
+		}
+	}
+	here, err := EvaluateSeedsOn(sc, []int64{0}, EvalNode{}, FIFO{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := EvaluateSeeds(sc, []int64{0}, FIFO{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	there, err := EvaluateSeedsOn(sc, []int64{0}, EvalNode{Calibration: &slow}, FIFO{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, p, th := here.Policies["fifo"], plain.Policies["fifo"], there.Policies["fifo"]
+	if h.SLAAttainment != p.SLAAttainment {
+		t.Errorf("the zero EvalNode: %v, the default node %v", h.SLAAttainment, p.SLAAttainment)
+	}
+	if !(th.PerClass["io"] < h.PerClass["io"]) || th.PerClass["cpu"] > h.PerClass["cpu"] {
+		t.Errorf("a disk twice as slow: io class %.3f → %.3f, cpu class %.3f → %.3f; want io worse, cpu no better",
+			h.PerClass["io"], th.PerClass["io"], h.PerClass["cpu"], th.PerClass["cpu"])
+	}
+}

@@ -38,6 +38,7 @@ func runEval(args []string) error {
 	ablate := fs.String("ablate", "", "kernel: add a dqn-ablated row, the same guarded model with every kernel feature at its neutral value")
 	perClass := fs.Bool("per-class", true, "print SLA attainment per class and policy after each scenario's table")
 	varyNode := fs.Float64("vary-node", 0, "run each scenario and seed, with this probability, on a node that reads its kernel features unlike the calibrated one, as training does (docs/training.md, \"Varying the node\"): what a policy keeps on other machines; 0 reports on the calibrated node")
+	calFile := fs.String("calibration", "", "simulate the node of this calibration file (triage calibrate --out) instead of the committed one")
 	statesFrom := fs.String("states-from", "", "an agent's experience directory (e.g. from bench e2e --keep-dir) on the one --scenario: print each feature's spread there beside the simulated dqn's")
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -45,6 +46,14 @@ func runEval(args []string) error {
 	}
 	if !(*varyNode >= 0 && *varyNode <= 1) {
 		return fmt.Errorf("--vary-node %v: want a probability in [0, 1]", *varyNode)
+	}
+	node := train.EvalNode{Vary: *varyNode}
+	if *calFile != "" {
+		cal, err := train.LoadCalibration(*calFile)
+		if err != nil {
+			return fmt.Errorf("--calibration: %w", err)
+		}
+		node.Calibration = cal
 	}
 	if *ablate != "" && *ablate != "kernel" {
 		return fmt.Errorf("--ablate %q: the only ablation is kernel", *ablate)
@@ -98,7 +107,7 @@ func runEval(args []string) error {
 		}
 		list := train.SeedList(*seeds)
 		list[0] = *seed
-		ev, err := train.EvaluateSeedsVaried(sc, list, *varyNode, append(rows, train.Baselines(sc)...)...)
+		ev, err := train.EvaluateSeedsOn(sc, list, node, append(rows, train.Baselines(sc)...)...)
 		if err != nil {
 			return err
 		}

@@ -87,6 +87,22 @@ func TestEvalVaryNodeIsAProbability(t *testing.T) {
 	}
 }
 
+// --calibration reads another node's calibration: a file that is not one
+// is refused, naming the flag, before anything runs.
+func TestEvalRefusesABadCalibration(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "cal.json")
+	if err := os.WriteFile(bad, []byte(`{"schema":"triage.calibration.v1","io":[`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{bad, filepath.Join(dir, "missing.json")} {
+		_, err := captureStdout(t, func() error { return runEval([]string{"--generated", "1", "--calibration", path}) })
+		if err == nil || !strings.Contains(err.Error(), "--calibration") {
+			t.Errorf("--calibration %s: got %v, want an error naming the flag", path, err)
+		}
+	}
+}
+
 // A scenario with interference gets the per-period table: one row per
 // stretch between interference boundaries, the JSON line unchanged; one
 // without gets none.

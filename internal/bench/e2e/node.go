@@ -104,39 +104,49 @@ func newNode(sc *train.Scenario, dir string, writeMs float64) (*node, error) {
 	return n, nil
 }
 
-// measureWrite is the mean time of 256 uncontended write+fsyncs, after one
-// pass over the file's span, so that they overwrite as a task's writes do
-// after its worker's first spanWrites (appending writes also commit their
-// block allocation: 0.31-0.36 ms here against 0.19-0.20 overwriting, a
-// unit 1.7 times too long made every task write too little). The mean, not
-// the median: a task's I/O part is a
-// run of writes, whose time is their count times the mean, and the
-// calibration the simulator stretches I/O with is a ratio of means too.
-// fsync times are heavy-tailed (on this node's disk a median of 0.28 ms
-// beside a mean of 1.08 ms once), so a median unit made every real I/O part
-// several times longer than the scenario's and the simulation's. The tail
-// is also why the mean is of 256: the mean of 40, measured before each run,
-// came out 0.43 to 0.96 ms in four runs of one bench (2026-12-03), which
-// gave one policy half the writes of another.
+// measureWrite is the mean time of a write+fsync over unitWindow of
+// back-to-back writes, after one pass over the file's span so that they
+// overwrite as a task's writes do after its worker's first spanWrites
+// (appending writes also commit their block allocation: 0.31-0.36 ms here
+// against 0.19-0.20 overwriting). It is measured the way `triage
+// calibrate`'s probe measures the uncontended write (a stretch of seconds of
+// back-to-back overwrites), because the simulator stretches a task's I/O
+// part by the calibration's ratio to that probe's mean: a unit measured any
+// other way changes how many writes stand for a millisecond and so how
+// much contention stretches them. The window matters: fsync times are
+// heavy-tailed (the journal's periodic commits land in a window of
+// seconds, not in 40 writes), and the mean of 40, measured before each run,
+// came out 0.43 to 0.96 ms in four runs of one bench, where 256
+// back-to-back overwrites gave 0.28-0.33 ms and the calibration probe, at
+// the same hour, 0.41 ms (2026-12-03). The mean, not the median: a task's
+// I/O part is a run of writes, whose time is their count times the mean.
 func measureWrite(dir string) (float64, error) {
 	w, err := newTaskFile(dir)
 	if err != nil {
 		return 0, err
 	}
 	defer w.close()
-	const warm, n = spanWrites, 256
-	sum := 0.0
-	for i := 0; i < warm+n; i++ {
-		t0 := time.Now()
+	for range spanWrites {
 		if err := w.write(); err != nil {
 			return 0, err
 		}
-		if i >= warm {
-			sum += float64(time.Since(t0)) / float64(time.Millisecond)
-		}
 	}
-	return sum / n, nil
+	n, start := 0, time.Now()
+	for time.Since(start) < unitWindow || n < minUnitWrites {
+		if err := w.write(); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return float64(time.Since(start)) / float64(time.Millisecond) / float64(n), nil
 }
+
+// unitWindow is how long the I/O unit is measured, at least minUnitWrites
+// writes: the calibration probe's windows are seconds long too.
+const (
+	unitWindow    = 3 * time.Second
+	minUnitWrites = 64
+)
 
 // pin puts the calling (locked) thread on the node's CPU set.
 func (n *node) pin() error {
