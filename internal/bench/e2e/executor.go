@@ -78,9 +78,9 @@ type Config struct {
 	IODir string
 	// IOWriteMs is the I/O unit: the time of one uncontended 64 KiB write
 	// and fsync that a task's I/O milliseconds are counted in. 0 measures
-	// it at the start of the run; Bench measures it once, over many
-	// writes, and gives every run the same, so that every policy's tasks
-	// do the same writes.
+	// it at the start of the run (measureWrite); Bench measures it once
+	// and gives every run the same, so that every policy's tasks do the
+	// same writes.
 	IOWriteMs float64
 }
 
@@ -106,8 +106,8 @@ type Result struct {
 	// after their scheduled time (a busy machine; the numbers are then
 	// less comparable).
 	LateStarts int
-	// IOWriteMs is the run's I/O unit, one uncontended 64 KiB write and
-	// fsync measured at its start, and DiskSettle how long the run waited
+	// IOWriteMs is the run's I/O unit (Config.IOWriteMs, or measured at
+	// its start when that is 0), and DiskSettle how long the run waited
 	// before it for the disk's writeback to drain (0 for a node without
 	// I/O).
 	IOWriteMs  float64
