@@ -39,6 +39,10 @@ type MachineInfo struct {
 	CPUs       int    `json:"cpus"`
 	Kernel     string `json:"kernel"`
 	MeasuredAt string `json:"measured_at"`
+	// DiskMeasuredAt, when set, is when the disk levels (IO) were measured
+	// again on their own (`triage bench e2e` measures the disk it runs on):
+	// the CPU levels and the idle node are then MeasuredAt's.
+	DiskMeasuredAt string `json:"disk_measured_at,omitempty"`
 	// Sources names the source of each signal ("ebpf", "procfs", ...), as
 	// the agent reported it during the measurement.
 	Sources map[string]string `json:"sources"`

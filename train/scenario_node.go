@@ -45,6 +45,22 @@ func (sc *Scenario) NodeCPUs() int {
 	return sc.Workers
 }
 
+// DoesIO reports whether anything on the node writes to the disk: a class
+// with an I/O share or an io interference episode.
+func (sc *Scenario) DoesIO() bool {
+	for i := range sc.Classes {
+		if sc.Classes[i].IOShare > 0 {
+			return true
+		}
+	}
+	for _, e := range sc.Interference {
+		if e.Writers > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // HasNode reports whether the file says anything about the node around the
 // executor (format v2): CPUs, an I/O share or interference.
 func (sc *Scenario) HasNode() bool {

@@ -58,3 +58,26 @@ func TestNeighbourLoadAddsOverlappingEpisodes(t *testing.T) {
 		}
 	}
 }
+
+// A node does I/O when a class has an I/O share or an episode writes; CPU
+// neighbours alone write nothing.
+func TestDoesIOIsAClassShareOrAWriter(t *testing.T) {
+	for _, c := range []struct {
+		name, old, new string
+		want           bool
+	}{
+		{"share and writers", "", "", true},
+		{"writers only", `"io_share":0.4`, `"io_share":0`, true},
+		{"share only", `{"kind":"io","at_s":30,"for_s":10,"writers":4}`, `{"kind":"cpu","at_s":30,"for_s":10,"threads":1}`, true},
+	} {
+		sc := mustParseScenario(t, strings.Replace(goodV2, c.old, c.new, 1))
+		if got := sc.DoesIO(); got != c.want {
+			t.Errorf("%s: DoesIO %v, want %v", c.name, got, c.want)
+		}
+	}
+	none := strings.Replace(strings.Replace(goodV2, `"io_share":0.4`, `"io_share":0`, 1),
+		`{"kind":"io","at_s":30,"for_s":10,"writers":4}`, `{"kind":"cpu","at_s":30,"for_s":10,"threads":1}`, 1)
+	if sc := mustParseScenario(t, none); sc.DoesIO() || !sc.HasNode() {
+		t.Errorf("CPU neighbours and no I/O share: DoesIO %v, HasNode %v; want false, true", sc.DoesIO(), sc.HasNode())
+	}
+}

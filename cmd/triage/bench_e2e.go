@@ -34,6 +34,9 @@ func runBenchE2E(args []string) error {
 	baseline := fs.String("baseline", "reserve-rule", "in-process baselines to run on the same real workers after FIFO, comma-separated, \"all\" or \"none\": "+strings.Join(e2e.BaselineNames, ", "))
 	ioDir := fs.String("io-dir", os.TempDir(), "where a format-v2 scenario's tasks and neighbour writers write (a directory on the disk whose contention matters)")
 	keep := fs.String("keep-dir", "", "keep the agent's experience log and flame graphs here (\"\": a temporary directory, removed)")
+	measureDisk := fs.Bool("measure-disk", true, "for a scenario that writes to the disk, measure the disk's levels first (about 30 s: the calibration's writer counts, on --io-dir) and count the runs' I/O in its uncontended write")
+	simulate := fs.Bool("simulate", true, "after runs at --scale 1, simulate the same policies and arrivals (triage eval) on the committed calibration and on the disk measured, and print real beside simulated")
+	nodeOut := fs.String("node-out", "", "write the calibration of the disk measured (the committed one with its io levels measured again) here, for `triage eval --calibration`")
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return helpIsNotAnError(err)
@@ -48,13 +51,45 @@ func runBenchE2E(args []string) error {
 	if err != nil {
 		return err
 	}
-	rep, err := e2e.Bench(context.Background(), e2e.BenchConfig{
+	if err := e2e.CheckNode(sc); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	nodes := []simNode{{"committed", train.DefaultCalibration()}}
+	var unit float64
+	if *measureDisk && sc.DoesIO() {
+		cal, b, err := measureNodeDisk(ctx, *ioDir, func(s string) { fmt.Fprintln(os.Stderr, "measuring the disk:", s) })
+		if err != nil {
+			return err
+		}
+		if *nodeOut != "" {
+			if err := os.WriteFile(*nodeOut, b, 0o644); err != nil {
+				return fmt.Errorf("--node-out: %w", err)
+			}
+		}
+		nodes = append(nodes, simNode{"this", cal})
+		unit = cal.IO[0].WriteMs
+		writeDiskLevels(os.Stdout, cal)
+	} else if *nodeOut != "" {
+		return errors.New("--node-out: nothing measured (the scenario writes nothing, or --measure-disk=false)")
+	}
+	rep, err := e2e.Bench(ctx, e2e.BenchConfig{
 		Scenario: sc, Seed: *seed, TimeScale: *scale, CPUTime: *cpuTime, Baseline: *baseline,
-		AgentBin: *agentBin, Model: *model, NoEBPF: *noEBPF, DecideConcurrency: *concurrency, Decide: *decide, KeepDir: *keep, IODir: *ioDir,
+		AgentBin: *agentBin, Model: *model, NoEBPF: *noEBPF, DecideConcurrency: *concurrency, Decide: *decide, KeepDir: *keep, IODir: *ioDir, IOWriteMs: unit,
 		OnRun: func(r *e2e.Result) { fmt.Println(r) },
 	})
 	if err != nil {
 		return err
+	}
+	// The simulator plays the scenario's own clock: a compressed run
+	// shortens the tasks' CPU work and SLAs but not the disk's writes, so
+	// only a run at --scale 1 is compared with it.
+	if *simulate && rep.FIFO.TimeScale == 1 {
+		sims, err := simulateBench(sc, *seed, *model, rep, nodes)
+		if err != nil {
+			return fmt.Errorf("simulating the bench's policies: %w", err)
+		}
+		rep.Simulated = sims
 	}
 	fmt.Println()
 	if err := rep.Evaluation.WriteMarkdown(os.Stdout); err != nil {
@@ -72,6 +107,13 @@ func runBenchE2E(args []string) error {
 		fmt.Println()
 	}
 	writeClassLevels(os.Stdout, sc, rep.Agent)
+	if len(rep.Simulated) > 0 {
+		fmt.Println("\nthe same policies and arrivals in the simulator (triage eval, one seed):")
+		fmt.Println()
+		writeSimulatedMarkdown(os.Stdout, rep)
+	} else if *simulate {
+		fmt.Printf("\n(no simulated column: the run's clock is ×%.3f, and the simulator's is the scenario's own; run with --scale 1 to compare)\n", rep.FIFO.TimeScale)
+	}
 	st, fifo, res := rep.Stats, rep.FIFO, rep.Agent
 	fmt.Printf("\nagent goodput %.2fx FIFO's; SLA attainment %.4f vs %.4f\n", rep.GoodputRatio(), res.Metrics.SLAAttainment, fifo.Metrics.SLAAttainment)
 	fmt.Printf("decisions (--decide %s): %d local, from the agent's table; %d remote, by a call (%d errors); a task's wait for its priority p50 %.1f µs, p99 %.1f µs\n",

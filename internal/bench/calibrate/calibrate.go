@@ -107,10 +107,7 @@ func Run(ctx context.Context, cfg Config) (*train.Calibration, error) {
 	if cal.IO, err = measureEach(ctx, cfg.IOLevels, cfg.Progress, "io: %d writers beside the probe", m.ioLevel); err != nil {
 		return nil, err
 	}
-	base := cal.IO[0].WriteMs
-	for i := range cal.IO {
-		cal.IO[i].Slowdown = cal.IO[i].WriteMs / base
-	}
+	setSlowdowns(cal.IO)
 	if err := cal.Validate(); err != nil {
 		return nil, fmt.Errorf("calibrate: what was measured does not make a calibration: %w", err)
 	}

@@ -44,6 +44,11 @@ type BenchConfig struct {
 	KeepDir string
 	// IODir is where a format-v2 scenario's tasks and neighbours write.
 	IODir string
+	// IOWriteMs is the I/O unit every run counts a task's I/O part in (one
+	// uncontended 64 KiB write+fsync on IODir's disk); 0: measured once at
+	// the start (measureWrite). `triage bench e2e` gives the uncontended
+	// level of the disk it measured, so runs and simulation share it.
+	IOWriteMs float64
 	// OnRun, when set, receives each run as it finishes: FIFO, the rule,
 	// the agent.
 	OnRun func(*Result)
@@ -56,6 +61,18 @@ type Report struct {
 	Rules       []*Result // the in-process baselines, in run order
 	Evaluation  *train.Evaluation
 	Stats       AgentStats
+	// Simulated, when the caller filled it, is the same policies and
+	// arrivals in the simulator, once per node (the "simulated" array of
+	// the JSON line).
+	Simulated []Simulated
+}
+
+// Simulated is every run's policy simulated on one node: its SLA
+// attainment by the run's label (the agent's row is the model through the
+// agent's guard, `triage eval`'s dqn).
+type Simulated struct {
+	Node          string             `json:"node"`
+	SLAAttainment map[string]float64 `json:"sla_attainment"`
 }
 
 // AgentStats is the "agent" object of the JSON line.
@@ -127,7 +144,7 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 	}
 	// Refuse a node this machine cannot give before anything runs, and
 	// measure the I/O unit every run shares.
-	nd, err := newNode(sc, c.IODir, 0)
+	nd, err := newNode(sc, c.IODir, c.IOWriteMs)
 	if err != nil {
 		return nil, err
 	}
@@ -238,6 +255,9 @@ func (r *Report) JSON() ([]byte, error) {
 		return nil, err
 	}
 	obj["agent"] = r.Stats
+	if len(r.Simulated) > 0 {
+		obj["simulated"] = r.Simulated
+	}
 	return json.Marshal(obj)
 }
 

@@ -55,6 +55,18 @@ const (
 	settleTimeout    = 15 * time.Second
 )
 
+// CheckNode refuses a scenario whose node this machine cannot give: more
+// CPUs than it has.
+func CheckNode(sc *train.Scenario) error {
+	if !sc.HasNode() {
+		return nil
+	}
+	if cpus, have := sc.NodeCPUs(), runtime.NumCPU(); cpus > have {
+		return fmt.Errorf("%w: node.cpus %d, this machine has %d (scale the scenario down to run it for real)", ErrTooManyCPUs, cpus, have)
+	}
+	return nil
+}
+
 // newNode checks sc's node against this machine and prepares it: the CPU
 // set, and when any class does I/O, the directory and the time of one
 // uncontended write (the unit a task's I/O part is counted in): writeMs
@@ -64,22 +76,15 @@ func newNode(sc *train.Scenario, dir string, writeMs float64) (*node, error) {
 	if !sc.HasNode() {
 		return n, nil
 	}
-	cpus := sc.NodeCPUs()
-	if have := runtime.NumCPU(); cpus > have {
-		return nil, fmt.Errorf("%w: node.cpus %d, this machine has %d (scale the scenario down to run it for real)", ErrTooManyCPUs, cpus, have)
-	} else if cpus < have {
+	if err := CheckNode(sc); err != nil {
+		return nil, err
+	}
+	if cpus := sc.NodeCPUs(); cpus < runtime.NumCPU() {
 		for c := 0; c < cpus; c++ {
 			n.cpus = append(n.cpus, c)
 		}
 	}
-	io := false
-	for i := range sc.Classes {
-		io = io || sc.Classes[i].IOShare > 0
-	}
-	for _, e := range sc.Interference {
-		io = io || e.Writers > 0
-	}
-	if !io {
+	if !sc.DoesIO() {
 		return n, nil
 	}
 	if dir == "" {

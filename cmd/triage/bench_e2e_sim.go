@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/triage-agent/triage/internal/bench/calibrate"
+	"github.com/triage-agent/triage/internal/bench/e2e"
+	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/defaultmodel"
+	"github.com/triage-agent/triage/policy/guard"
+	"github.com/triage-agent/triage/train"
+)
+
+// The simulated column of `bench e2e`: the same scenario, arrival seed and
+// policies in the simulator (`triage eval`), on the committed calibration
+// and, when the bench measured it, on this node's disk as it was during the
+// bench. The issue's bar (simulator and real execution within 5 points) is
+// then read off one command's output, on the disk the runs met.
+
+// measureNodeDisk measures the disk levels of the committed calibration
+// again in dir (calibrate.MeasureDisk), round-tripped through the file
+// format so the simulator reads what `--node-out` writes.
+func measureNodeDisk(ctx context.Context, dir string, progress func(string)) (*train.Calibration, []byte, error) {
+	cal, err := calibrate.MeasureDisk(ctx, calibrate.Config{Dir: dir, NoBPF: os.Geteuid() != 0, Progress: progress}, train.DefaultCalibration())
+	if err != nil {
+		return nil, nil, fmt.Errorf("measuring the disk: %w", err)
+	}
+	b, err := json.MarshalIndent(cal, "", " ")
+	if err != nil {
+		return nil, nil, err
+	}
+	b = append(b, '\n')
+	if cal, err = train.ParseCalibration(b); err != nil {
+		return nil, nil, fmt.Errorf("the disk measured: %w", err)
+	}
+	return cal, b, nil
+}
+
+// simNode is a node to simulate: a calibration and what to call it.
+type simNode struct {
+	name string
+	cal  *train.Calibration
+}
+
+// simulateBench runs rep's policies in the simulator on sc with the bench's
+// arrival seed, once per node: the agent's row is the model (file, or the
+// embedded one) through the agent's default guard, as `triage eval`'s dqn.
+func simulateBench(sc *train.Scenario, seed int64, model string, rep *e2e.Report, nodes []simNode) ([]e2e.Simulated, error) {
+	cfg := policy.Config{Device: "cpu"}
+	var sess *policy.Session
+	var err error
+	if model != "" {
+		sess, err = policy.LoadFile(model, cfg)
+	} else {
+		sess, err = policy.LoadBytes(defaultmodel.Bytes(), cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	var out []e2e.Simulated
+	for _, nd := range nodes {
+		rows, _, err := modelRows(sess, guard.DefaultController, guard.DefaultConfig(), false)
+		if err != nil {
+			return nil, err
+		}
+		pols := []train.Policy{rows[0]}
+		for _, b := range train.Baselines(sc) {
+			if _, ok := rep.Evaluation.Policies[b.Name()]; ok {
+				pols = append(pols, b)
+			}
+		}
+		ev, err := train.EvaluateSeedsOn(sc, []int64{seed}, train.EvalNode{Calibration: nd.cal}, pols...)
+		if err != nil {
+			return nil, fmt.Errorf("simulating on the %s node: %w", nd.name, err)
+		}
+		s := e2e.Simulated{Node: nd.name, SLAAttainment: map[string]float64{}}
+		for label := range rep.Evaluation.Policies {
+			sim := label
+			if label == "agent" {
+				sim = "dqn"
+			}
+			if m, ok := ev.Policies[sim]; ok {
+				s.SLAAttainment[label] = m.SLAAttainment
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// writeSimulatedMarkdown prints, per policy, the real SLA attainment beside
+// each simulated one and the difference in points.
+func writeSimulatedMarkdown(w io.Writer, rep *e2e.Report) {
+	sims := rep.Simulated
+	fmt.Fprint(w, "| policy | real |")
+	for _, s := range sims {
+		fmt.Fprintf(w, " simulated, %s node | real − simulated |", s.Node)
+	}
+	fmt.Fprint(w, "\n| --- | ---: |")
+	for range sims {
+		fmt.Fprint(w, " ---: | ---: |")
+	}
+	fmt.Fprintln(w)
+	for _, label := range rep.Evaluation.Order {
+		real := rep.Evaluation.Policies[label].SLAAttainment
+		fmt.Fprintf(w, "| %s | %.4f |", label, real)
+		for _, s := range sims {
+			if v, ok := s.SLAAttainment[label]; ok {
+				fmt.Fprintf(w, " %.4f | %+.1f |", v, 100*(real-v))
+			} else {
+				fmt.Fprint(w, " – | – |")
+			}
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// writeDiskLevels prints the disk measured beside the committed one.
+func writeDiskLevels(w io.Writer, cal *train.Calibration) {
+	def := train.DefaultCalibration()
+	fmt.Fprintf(w, "the disk, measured %s (committed %s):\n", cal.Machine.DiskMeasuredAt, def.Machine.MeasuredAt)
+	fmt.Fprintln(w, "writers  write+fsync ms  slowdown  (committed: ms, slowdown)")
+	for _, l := range cal.IO {
+		c := def.IOAt(float64(l.Writers))
+		fmt.Fprintf(w, "%7d  %14.3f  %8.2f  (%.3f, %.2f)\n", l.Writers, l.WriteMs, l.Slowdown, c.WriteMs, c.Slowdown)
+	}
+	fmt.Fprintln(w)
+}
