@@ -23,8 +23,9 @@ import "fmt"
 // EncodeAllKeyed appends one frame carrying payload to dst, like
 // EncodeAll, but in stream mode its delta is against the key, when there
 // is one still in the ring, rather than against the newest payload. With
-// rekey, or when there was no key, payload becomes the key of the frames
-// after it. Without rekey the key stays, and when its base is already
+// rekey payload becomes the key of the frames after it. Without rekey the
+// key stays (when there was none, the frame's base, or payload if the
+// frame is full, becomes it), and when its base is already
 // loaded zstd builds no dictionary. A full frame is sent when EncodeAll
 // would send one (the first, a forced or periodic one) or is smaller. In
 // ack mode it is EncodeAll.
@@ -41,11 +42,23 @@ func (e *Encoder) EncodeAllKeyed(payload, dst []byte, rekey bool) ([]byte, error
 	if base >= 0 && k >= 0 {
 		base = k
 	}
+	deltas := e.stats.Delta
 	dst, err := e.encodeFrame(payload, dst, base)
-	if err == nil && (rekey || k < 0) {
+	if err != nil {
+		return dst, err
+	}
+	switch {
+	case rekey:
+		e.key, e.keyGen = e.lastSent, e.ring[e.lastSent].gen
+	case k < 0 && e.stats.Delta > deltas:
+		// No key, and a delta: its base, which the peer just used and zstd
+		// has loaded, re-states the same content as well as the payload
+		// would and costs no build on the next frame.
+		e.key, e.keyGen = e.deltaSlot, e.deltaGen
+	case k < 0:
 		e.key, e.keyGen = e.lastSent, e.ring[e.lastSent].gen
 	}
-	return dst, err
+	return dst, nil
 }
 
 // keySlot is the ring slot of the key, or -1 when there is none or its

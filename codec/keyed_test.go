@@ -85,8 +85,9 @@ func TestKeyedKeyLeavesTheRing(t *testing.T) {
 	var prev []byte
 	// Ring of 4: the key and three heartbeats fill it, the fourth
 	// heartbeat (i 3) takes the key's slot after its encode, so i 4 finds
-	// no key and becomes it, and i 5..8 go against it.
-	for i := range 9 {
+	// no key, goes against i 3 and makes it the key, and i 5..7 go
+	// against it (i 7 then takes its slot): two dictionary builds in all.
+	for i := range 8 {
 		p := redated(k, i)
 		h := keyedStep(t, e, d, p, false)
 		switch {
@@ -94,10 +95,13 @@ func TestKeyedKeyLeavesTheRing(t *testing.T) {
 			t.Fatalf("heartbeat %d against %#x while the key is in the ring", i, h.Base)
 		case i == 4 && h.Base != Hash(prev):
 			t.Fatalf("heartbeat %d, the key evicted: against %#x, want the newest payload %#x", i, h.Base, Hash(prev))
-		case i > 4 && h.Base != Hash(redated(k, 4)):
+		case i > 4 && h.Base != Hash(redated(k, 3)):
 			t.Fatalf("heartbeat %d against %#x, want the new key", i, h.Base)
 		}
 		prev = p
+	}
+	if got := e.Stats().DictLoads; got != 2 {
+		t.Fatalf("%d dictionary builds, want 2 (the key, then heartbeat 3)", got)
 	}
 }
 
