@@ -168,6 +168,15 @@ func (fw *FrameWriter) write(m *Envelope, keyed, rekey bool) error {
 	return nil
 }
 
+// EncoderStats is the writer's codec counters (zero for a pooled writer,
+// which keeps no codec state).
+func (fw *FrameWriter) EncoderStats() codec.EncoderStats {
+	if fw.enc == nil {
+		return codec.EncoderStats{}
+	}
+	return fw.enc.Stats()
+}
+
 // FrameReader reads Envelopes from one stream.
 type FrameReader struct {
 	r        *bufio.Reader
