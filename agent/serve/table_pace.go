@@ -85,6 +85,15 @@ func (p *tablePace) changed(tab *wire.DecisionTable) bool {
 		queueRow(tab) != p.row
 }
 
+// changes reports whether pushing tab changes what the client decides
+// from (the first push does), as opposed to re-dating the last push: a
+// heartbeat, or any refresh for a client that gave no bound. The first
+// kind re-keys the stream's delta encoder, the second deltas against the
+// key (writeTable).
+func (p *tablePace) changes(tab *wire.DecisionTable) bool {
+	return !p.pushed || p.changed(tab)
+}
+
 // sent records that tab was pushed at now.
 func (p *tablePace) sent(tab *wire.DecisionTable, at, now time.Time) {
 	p.pushed, p.epoch, p.model, p.stateEpoch, p.row = true, tab.GetEpoch(), tab.GetModel(), tab.GetState().GetEpoch(), queueRow(tab)
