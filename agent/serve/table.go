@@ -12,7 +12,8 @@ import (
 // Decision tables on triage/1 (docs/local-decisions.md): a subscription
 // in SUBSCRIBE_MODE_TABLE gets the backend's DecisionTable pushed when what
 // the client decides from changes, and re-dated by a heartbeat otherwise
-// (table_pace.go), each frame a delta of the previous one;
+// (table_pace.go), each frame a delta of the last changed table
+// (writeTable);
 // the decisions a client takes from it come back in LocalReport calls,
 // which go through the one call path like decide and outcomes. A backend
 // that is not a TableBackend serves neither: the subscription and the

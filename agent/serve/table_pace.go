@@ -9,8 +9,8 @@ import (
 // When a table subscription pushes (docs/local-decisions.md, "Pushes").
 //
 // A push costs the agent a marshal of the whole table and a delta encode
-// (xxhash, and zstd re-keyed with the previous frame as its dictionary),
-// so pushes follow what the client decides from, not the refresh clock.
+// (xxhash and zstd; a change also re-keys zstd, writeTable), so pushes
+// follow what the client decides from, not the refresh clock.
 // From a frame the client reads:
 //
 //   - the epoch, model, queue edges and classes (intervals and levels):
