@@ -31,12 +31,16 @@ type Encoder struct {
 	deltaSlot int
 	deltaGen  uint64
 
-	ring      []encSlot
-	next      int    // FIFO insert position
-	gen       uint64 // insertion counter, names a slot's content
-	sent      uint64 // send counter, orders slots by last send
-	lastSent  int    // slot of the newest payload sent, -1 before the first
-	sinceFull int    // frames since the last F
+	ring     []encSlot
+	next     int    // FIFO insert position
+	gen      uint64 // insertion counter, names a slot's content
+	sent     uint64 // send counter, orders slots by last send
+	lastSent int    // slot of the newest payload sent, -1 before the first
+	// key/keyGen name the base of EncodeAllKeyed's deltas (keyed.go); -1
+	// before one is chosen.
+	key       int
+	keyGen    uint64
+	sinceFull int // frames since the last F
 	forceFull bool
 
 	body, alt []byte
@@ -55,8 +59,11 @@ type encSlot struct {
 // EncoderStats counts what the encoder produced.
 type EncoderStats struct {
 	Frames, Full, Delta uint64
-	PayloadBytes        uint64 // sum of payload lengths
-	WireBytes           uint64 // sum of frame lengths, headers included
+	// DictLoads counts delta frames whose base was not the one zstd was
+	// loaded with: each cost a dictionary build (encodeDelta).
+	DictLoads    uint64
+	PayloadBytes uint64 // sum of payload lengths
+	WireBytes    uint64 // sum of frame lengths, headers included
 }
 
 // NewEncoder returns an Encoder; see the With* options for the defaults.
@@ -65,7 +72,7 @@ func NewEncoder(opts ...Option) (*Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Encoder{o: o, deltaSlot: -1, ring: make([]encSlot, o.ring), lastSent: -1}
+	e := &Encoder{o: o, deltaSlot: -1, ring: make([]encSlot, o.ring), lastSent: -1, key: -1}
 	if err := e.fitWindow(initialWindowPayload); err != nil {
 		return nil, err
 	}
@@ -125,9 +132,14 @@ func (e *Encoder) EncodeAll(payload, dst []byte) ([]byte, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.encodeFrame(payload, dst, e.chooseBase())
+}
 
+// encodeFrame appends the frame of payload, a delta against ring slot base
+// (-1: full), to dst, and records it as sent. e.mu is held.
+func (e *Encoder) encodeFrame(payload, dst []byte, base int) ([]byte, error) {
 	h := Header{Kind: KindFull, Hash: Hash(payload), Length: len(payload)}
-	body, err := e.encodeBody(payload, &h)
+	body, err := e.encodeBody(payload, &h, base)
 	if err != nil {
 		return dst, err
 	}
@@ -151,13 +163,13 @@ func (e *Encoder) EncodeAll(payload, dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// encodeBody chooses F or D, sets h.Kind and h.Base, and returns the body
-// (which aliases e.body or e.alt until the next call).
-func (e *Encoder) encodeBody(payload []byte, h *Header) ([]byte, error) {
+// encodeBody encodes payload against ring slot base (-1: a full frame),
+// or as a full frame when that is smaller, sets h.Kind and h.Base, and
+// returns the body (which aliases e.body or e.alt until the next call).
+func (e *Encoder) encodeBody(payload []byte, h *Header, base int) ([]byte, error) {
 	if len(payload) == 0 {
 		return nil, nil // an empty payload needs no body, whatever the kind
 	}
-	base := e.chooseBase()
 	need := len(payload)
 	if base >= 0 {
 		need = max(need, len(e.ring[base].data))
@@ -224,6 +236,7 @@ func (e *Encoder) encodeDelta(i int, payload []byte) error {
 			return fmt.Errorf("loading delta base: %w", err)
 		}
 		e.deltaSlot, e.deltaGen = i, e.ring[i].gen
+		e.stats.DictLoads++
 		e.delta.ResetContentSize(&e.sink, int64(len(payload)))
 	}
 	if len(payload) > zstdBlockSize {
@@ -300,6 +313,9 @@ func (e *Encoder) ForceFull() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.forceFull = true
+	// The key too may be a payload the peer lost: EncodeAllKeyed must not
+	// delta against it (the full frame becomes the key).
+	e.key = -1
 	for i := range e.ring {
 		e.ring[i].acked = false
 	}

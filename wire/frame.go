@@ -118,7 +118,18 @@ func (p *EncoderPool) get() (*codec.Encoder, error) {
 
 // Write marshals m, encodes it as one frame and writes length and frame in a
 // single Write call, so one message is one stream write.
-func (fw *FrameWriter) Write(m *Envelope) error {
+func (fw *FrameWriter) Write(m *Envelope) error { return fw.write(m, false, false) }
+
+// WriteKeyed is Write with the frame a delta against the writer's key
+// rather than the previous frame (codec.Encoder.EncodeAllKeyed); with
+// rekey, m becomes the key. For a message that mostly re-states the key
+// with a field or two moved (a re-dated decision table) it saves zstd's
+// dictionary build on every frame but the rekeying ones' next. The peer
+// reads the frames like any other. A pooled writer's frames are full
+// either way.
+func (fw *FrameWriter) WriteKeyed(m *Envelope, rekey bool) error { return fw.write(m, true, rekey) }
+
+func (fw *FrameWriter) write(m *Envelope, keyed, rekey bool) error {
 	var err error
 	if fw.payload, err = fw.mo.MarshalAppend(fw.payload[:0], m); err != nil {
 		return fmt.Errorf("marshalling %T: %w", m.GetBody(), err)
@@ -131,7 +142,11 @@ func (fw *FrameWriter) Write(m *Envelope) error {
 	}
 	// Reserve the longest uvarint, encode behind it, then slide the prefix in.
 	out := append(fw.out[:0], make([]byte, binary.MaxVarintLen32)...)
-	out, err = enc.EncodeAll(fw.payload, out)
+	if keyed {
+		out, err = enc.EncodeAllKeyed(fw.payload, out, rekey)
+	} else {
+		out, err = enc.EncodeAll(fw.payload, out)
+	}
 	if fw.pool != nil {
 		fw.pool.pool.Put(enc)
 	}
@@ -151,6 +166,15 @@ func (fw *FrameWriter) Write(m *Envelope) error {
 		fw.Count(len(fw.payload), len(out)-start)
 	}
 	return nil
+}
+
+// EncoderStats is the writer's codec counters (zero for a pooled writer,
+// which keeps no codec state).
+func (fw *FrameWriter) EncoderStats() codec.EncoderStats {
+	if fw.enc == nil {
+		return codec.EncoderStats{}
+	}
+	return fw.enc.Stats()
 }
 
 // FrameReader reads Envelopes from one stream.

@@ -157,8 +157,13 @@ func pushEach(ctx context.Context, str *quic.Stream, fw *wire.FrameWriter, every
 // writePush writes one pushed frame, waiting at most 10 s for flow
 // control; a write that fails resets the stream and reports false.
 func writePush(str *quic.Stream, fw *wire.FrameWriter, msg *wire.Envelope) bool {
+	return pushWrite(str, func() error { return fw.Write(msg) })
+}
+
+// pushWrite runs write, one pushed frame on str, as writePush does.
+func pushWrite(str *quic.Stream, write func() error) bool {
 	_ = str.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	if err := fw.Write(msg); err != nil {
+	if err := write(); err != nil {
 		str.CancelWrite(quic.StreamErrorCode(wire.CodeInternal))
 		return false
 	}

@@ -12,7 +12,8 @@ import (
 // Decision tables on triage/1 (docs/local-decisions.md): a subscription
 // in SUBSCRIBE_MODE_TABLE gets the backend's DecisionTable pushed when what
 // the client decides from changes, and re-dated by a heartbeat otherwise
-// (table_pace.go), each frame a delta of the previous one;
+// (table_pace.go), each frame a delta of the last changed table
+// (writeTable);
 // the decisions a client takes from it come back in LocalReport calls,
 // which go through the one call path like decide and outcomes. A backend
 // that is not a TableBackend serves neither: the subscription and the
@@ -74,13 +75,25 @@ func (nc *nativeConn) pushTables(ctx context.Context, str *quic.Stream, sw *wire
 		tab, at := tb.Table()
 		now := time.Now()
 		if pace.due(tab, at, now) {
-			if !writePush(str, sw, &wire.Envelope{Body: &wire.Envelope_DecisionTable{DecisionTable: withAge(tab, now.Sub(at))}}) {
+			changed := pace.changes(tab)
+			if !pushWrite(str, func() error { return writeTable(sw, tab, now.Sub(at), changed) }) {
 				return
 			}
 			pace.sent(tab, at, now)
 		}
 		t.Reset(pace.wait(poll, time.Now()))
 	}
+}
+
+// writeTable writes tab, aged age, as one push on fw. A table that
+// changed what the client decides from becomes the frame writer's key; a
+// heartbeat (the same table re-dated, or a queue move within its row) is a
+// delta against that key, which differs from it in a few bytes and whose
+// zstd dictionary is already built: re-keying zstd on every push was most
+// of a push's cost (docs/footprint.md, "Table pushes"). The client reads
+// both as any frame of the stream.
+func writeTable(fw *wire.FrameWriter, tab *wire.DecisionTable, age time.Duration, changed bool) error {
+	return fw.WriteKeyed(&wire.Envelope{Body: &wire.Envelope_DecisionTable{DecisionTable: withAge(tab, age)}}, changed)
 }
 
 // withAge is t with age_us set to age (a new message sharing t's slices:

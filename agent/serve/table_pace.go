@@ -9,8 +9,8 @@ import (
 // When a table subscription pushes (docs/local-decisions.md, "Pushes").
 //
 // A push costs the agent a marshal of the whole table and a delta encode
-// (xxhash, and zstd re-keyed with the previous frame as its dictionary),
-// so pushes follow what the client decides from, not the refresh clock.
+// (xxhash and zstd; a change also re-keys zstd, writeTable), so pushes
+// follow what the client decides from, not the refresh clock.
 // From a frame the client reads:
 //
 //   - the epoch, model, queue edges and classes (intervals and levels):
@@ -83,6 +83,15 @@ func (p *tablePace) due(tab *wire.DecisionTable, at, now time.Time) bool {
 func (p *tablePace) changed(tab *wire.DecisionTable) bool {
 	return tab.GetEpoch() != p.epoch || tab.GetModel() != p.model || tab.GetState().GetEpoch() != p.stateEpoch ||
 		queueRow(tab) != p.row
+}
+
+// changes reports whether pushing tab changes what the client decides
+// from (the first push does), as opposed to re-dating the last push: a
+// heartbeat, or any refresh for a client that gave no bound. The first
+// kind re-keys the stream's delta encoder, the second deltas against the
+// key (writeTable).
+func (p *tablePace) changes(tab *wire.DecisionTable) bool {
+	return !p.pushed || p.changed(tab)
 }
 
 // sent records that tab was pushed at now.
