@@ -79,17 +79,12 @@ const writeBytes = 64 << 10
 
 // Run measures the machine and returns its calibration.
 func Run(ctx context.Context, cfg Config) (*train.Calibration, error) {
-	cfg = cfg.withDefaults()
-	var opts []signals.Option
-	if cfg.NoBPF {
-		opts = append(opts, signals.WithoutBPF())
-	}
-	col, err := signals.New(signals.Config{}, opts...)
+	m, err := newMeasurer(cfg.withDefaults())
 	if err != nil {
-		return nil, fmt.Errorf("calibrate: starting the signal sources: %w", err)
+		return nil, err
 	}
-	defer col.Close()
-	m := &measurer{cfg: cfg, col: col, cpus: runtime.NumCPU()}
+	defer m.col.Close()
+	cfg = m.cfg
 	cal := &train.Calibration{Schema: train.CalibrationSchema, Machine: m.machine()}
 
 	cfg.Progress("idle")
@@ -127,6 +122,20 @@ func measureEach[L, R any](ctx context.Context, levels []L, progress func(string
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// newMeasurer starts the agent's signal sources for a measurement with cfg
+// (its defaults applied); the caller closes m.col.
+func newMeasurer(cfg Config) (*measurer, error) {
+	var opts []signals.Option
+	if cfg.NoBPF {
+		opts = append(opts, signals.WithoutBPF())
+	}
+	col, err := signals.New(signals.Config{}, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: starting the signal sources: %w", err)
+	}
+	return &measurer{cfg: cfg, col: col, cpus: runtime.NumCPU()}, nil
 }
 
 type measurer struct {

@@ -3,11 +3,9 @@ package calibrate
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"time"
 
-	"github.com/triage-agent/triage/agent/signals"
 	"github.com/triage-agent/triage/train"
 )
 
@@ -41,17 +39,11 @@ func MeasureDisk(ctx context.Context, cfg Config, base *train.Calibration) (*tra
 	if cfg.Windows <= 0 {
 		cfg.Windows = DiskWindows
 	}
-	cfg = cfg.withDefaults()
-	var opts []signals.Option
-	if cfg.NoBPF {
-		opts = append(opts, signals.WithoutBPF())
-	}
-	col, err := signals.New(signals.Config{}, opts...)
+	m, err := newMeasurer(cfg.withDefaults())
 	if err != nil {
-		return nil, fmt.Errorf("calibrate: starting the signal sources: %w", err)
+		return nil, err
 	}
-	defer col.Close()
-	m := &measurer{cfg: cfg, col: col, cpus: runtime.NumCPU()}
+	defer m.col.Close()
 	out := *base
 	out.CPU = slices.Clone(base.CPU)
 	out.Machine.Sources = map[string]string{}
@@ -59,7 +51,7 @@ func MeasureDisk(ctx context.Context, cfg Config, base *train.Calibration) (*tra
 		out.Machine.Sources[k] = v
 	}
 	out.Machine.DiskMeasuredAt = time.Now().UTC().Format(time.RFC3339)
-	if out.IO, err = measureEach(ctx, cfg.IOLevels, cfg.Progress, "io: %d writers beside the probe", m.ioLevel); err != nil {
+	if out.IO, err = measureEach(ctx, m.cfg.IOLevels, m.cfg.Progress, "io: %d writers beside the probe", m.ioLevel); err != nil {
 		return nil, err
 	}
 	setSlowdowns(out.IO)
