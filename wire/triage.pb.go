@@ -35,7 +35,8 @@ const (
 	SubscribeMode_SUBSCRIBE_MODE_STREAM   SubscribeMode = 0 // snapshots pushed on this stream as deltas of the previous one
 	SubscribeMode_SUBSCRIBE_MODE_DATAGRAM SubscribeMode = 1 // snapshots as QUIC datagrams, deltas of the last acknowledged one
 	// Decision tables (DecisionTable) pushed on this stream, each a delta of
-	// the previous one, for deciding locally (docs/local-decisions.md). An
+	// the last changed table (a heartbeat re-dates it), for deciding locally
+	// (docs/local-decisions.md). An
 	// agent without tables answers Error{unsupported} and ends the stream.
 	SubscribeMode_SUBSCRIBE_MODE_TABLE SubscribeMode = 2
 )
