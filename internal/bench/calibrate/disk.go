@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/triage-agent/triage/internal/bench/proc"
 	"github.com/triage-agent/triage/train"
 )
 
@@ -38,6 +39,12 @@ func MeasureDisk(ctx context.Context, cfg Config, base *train.Calibration) (*tra
 	}
 	if cfg.Windows <= 0 {
 		cfg.Windows = DiskWindows
+	}
+	// The uncontended level is the unit bench e2e counts a task's I/O in,
+	// which it measured on a settled disk before this existed: the bench
+	// or build before leaves writeback that would fall on it.
+	if _, _, err := proc.SettleDisk(proc.SettleQuietBytes, proc.SettleTimeout); err != nil {
+		return nil, fmt.Errorf("calibrate: settling the disk: %w", err)
 	}
 	m, err := newMeasurer(cfg.withDefaults())
 	if err != nil {

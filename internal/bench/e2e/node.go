@@ -48,12 +48,8 @@ type node struct {
 // it (its deletions, the neighbours' and tasks' last writes, the journal)
 // leaves writeback that would otherwise fall on this run's first seconds
 // and on its unit, which every task's I/O part is counted in. Up to
-// settleTimeout, until no more than settleQuietBytes are dirty or in
-// writeback.
-const (
-	settleQuietBytes = 1 << 20
-	settleTimeout    = 15 * time.Second
-)
+// proc.SettleTimeout, until no more than proc.SettleQuietBytes are dirty
+// or in writeback.
 
 // CheckNode refuses a scenario whose node this machine cannot give: more
 // CPUs than it has.
@@ -95,7 +91,7 @@ func newNode(sc *train.Scenario, dir string, writeMs float64) (*node, error) {
 		return nil, fmt.Errorf("e2e: the tasks' I/O directory: %w", err)
 	}
 	n.dir = d
-	if n.settled, _, err = proc.SettleDisk(settleQuietBytes, settleTimeout); err != nil {
+	if n.settled, _, err = proc.SettleDisk(proc.SettleQuietBytes, proc.SettleTimeout); err != nil {
 		n.close()
 		return nil, fmt.Errorf("e2e: settling the disk: %w", err)
 	}

@@ -11,6 +11,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// What a settled disk is for the benches (bench e2e before each run,
+// calibrate.MeasureDisk before its levels): at most SettleQuietBytes dirty
+// or in writeback, waited for up to SettleTimeout.
+const (
+	SettleQuietBytes = 1 << 20
+	SettleTimeout    = 15 * time.Second
+)
+
 // SettleDisk flushes every dirty page (sync) and waits, up to timeout,
 // until the kernel holds at most quietBytes of dirty or in-writeback pages,
 // so that a run that writes to disk does not start while the writeback of
