@@ -64,15 +64,7 @@ func (sc *Scenario) DoesIO() bool {
 // HasNode reports whether the file says anything about the node around the
 // executor (format v2): CPUs, an I/O share or interference.
 func (sc *Scenario) HasNode() bool {
-	if sc.Node != nil || len(sc.Interference) > 0 {
-		return true
-	}
-	for i := range sc.Classes {
-		if sc.Classes[i].IOShare > 0 {
-			return true
-		}
-	}
-	return false
+	return sc.Node != nil || len(sc.Interference) > 0 || sc.DoesIO()
 }
 
 // NeighbourLoad is the interference active at t seconds: runnable

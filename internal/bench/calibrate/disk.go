@@ -3,6 +3,7 @@ package calibrate
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -53,10 +54,7 @@ func MeasureDisk(ctx context.Context, cfg Config, base *train.Calibration) (*tra
 	defer m.col.Close()
 	out := *base
 	out.CPU = slices.Clone(base.CPU)
-	out.Machine.Sources = map[string]string{}
-	for k, v := range base.Machine.Sources {
-		out.Machine.Sources[k] = v
-	}
+	out.Machine.Sources = maps.Clone(base.Machine.Sources)
 	out.Machine.DiskMeasuredAt = time.Now().UTC().Format(time.RFC3339)
 	if out.IO, err = measureEach(ctx, m.cfg.IOLevels, m.cfg.Progress, "io: %d writers beside the probe", m.ioLevel); err != nil {
 		return nil, err
