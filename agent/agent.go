@@ -109,6 +109,10 @@ func New(cfg Config) (a *Agent, err error) {
 		limit := applyGoMemoryLimit(cfg.GoMemoryLimit)
 		a.log.Debug("Go memory limit", "bytes", limit, "from_environment", limit != cfg.GoMemoryLimit)
 	}
+	if cfg.MaxProcs > 0 {
+		procs := applyMaxProcs(cfg.MaxProcs)
+		a.log.Debug("GOMAXPROCS", "procs", procs, "from_environment", procs != cfg.MaxProcs)
+	}
 	a.metrics = newMetrics(a)
 	a.table = newTableProducer(a, cfg.TableInterval, cfg.TableMaxCells)
 	if a.guard, err = newGuard(cfg); err != nil {

@@ -111,6 +111,10 @@ type Config struct {
 	// (the zero Config's) leaves the runtime as it is; `triage agent`
 	// passes DefaultGoMemoryLimit. GOMEMLIMIT in the environment wins.
 	GoMemoryLimit int64
+	// MaxProcs is GOMAXPROCS for this process, set by New: process-wide,
+	// so 0 (the zero Config's) leaves the runtime as it is; `triage agent`
+	// passes DefaultMaxProcs. GOMAXPROCS in the environment wins.
+	MaxProcs int
 
 	// NodeName labels metrics and node-state snapshots (the DaemonSet sets
 	// it from the downward API); "" means the host name.
@@ -235,6 +239,9 @@ func (c Config) withDefaults() (Config, error) {
 	c.FlamegraphInterval = positiveOr(c.FlamegraphInterval, DefaultFGInterval)
 	if _, err := profiling.ParseUnwindMode(c.FlamegraphUnwind); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	if c.MaxProcs < 0 {
+		return c, fmt.Errorf("%w: GOMAXPROCS of %d", ErrBadConfig, c.MaxProcs)
 	}
 	if c.GoMemoryLimit < 0 {
 		return c, fmt.Errorf("%w: Go memory limit of %d bytes", ErrBadConfig, c.GoMemoryLimit)

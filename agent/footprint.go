@@ -3,6 +3,7 @@ package agent
 import (
 	"math/bits"
 	"os"
+	"runtime"
 	"runtime/debug"
 
 	"github.com/triage-agent/triage/bpf"
@@ -60,6 +61,29 @@ func applyGoMemoryLimit(limit int64) int64 {
 	}
 	debug.SetMemoryLimit(limit)
 	return limit
+}
+
+// DefaultMaxProcs is `triage agent`'s GOMAXPROCS: one P. The agent's
+// work is many short wake-ups (table pushes, reports, outcomes, snapshots)
+// and little computing, and each wake-up with a second P idle hands work
+// between threads (futex wake-ups, spinning Ms) and restarts the runtime's
+// monitor at its 20 µs tick. On a 2-CPU node under the e2e load with local
+// decisions, one P cut the agent's CPU while serving from 11.7% to 7.7–8.1%
+// of a core (docs/footprint.md, "One P"); the agent's CPU is taken from the
+// node's own work, which on a saturated node costs SLA attainment.
+// What one P gives up: a long model call (a table refresh over every cell)
+// or the symboliser holds the P, so a remote decide may wait behind it.
+const DefaultMaxProcs = 1
+
+// applyMaxProcs sets GOMAXPROCS to n unless it is 0 or the environment
+// sets GOMAXPROCS (the operator's word wins); it returns the value in
+// force.
+func applyMaxProcs(n int) int {
+	if _, set := os.LookupEnv("GOMAXPROCS"); set || n <= 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	runtime.GOMAXPROCS(n)
+	return n
 }
 
 // DefaultMallocArenas is the most glibc malloc arenas `triage agent` runs

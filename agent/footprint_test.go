@@ -2,6 +2,7 @@ package agent
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"testing"
 )
@@ -43,5 +44,27 @@ func TestApplyGoMemoryLimit(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "1GiB")
 	if got := applyGoMemoryLimit(8 << 20); got != 40<<20 || debug.SetMemoryLimit(-1) != 40<<20 {
 		t.Fatalf("GOMEMLIMIT set: the agent changed the limit to %d (returned %d)", debug.SetMemoryLimit(-1), got)
+	}
+}
+
+func TestApplyMaxProcs(t *testing.T) {
+	old := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(old) })
+	if v, set := os.LookupEnv("GOMAXPROCS"); set {
+		t.Cleanup(func() { os.Setenv("GOMAXPROCS", v) })
+	}
+	os.Unsetenv("GOMAXPROCS")
+	if got := applyMaxProcs(1); got != 1 || runtime.GOMAXPROCS(0) != 1 {
+		t.Fatalf("GOMAXPROCS %d in force after asking 1 (returned %d)", runtime.GOMAXPROCS(0), got)
+	}
+	runtime.GOMAXPROCS(3)
+	t.Setenv("GOMAXPROCS", "3")
+	if got := applyMaxProcs(1); got != 3 || runtime.GOMAXPROCS(0) != 3 {
+		t.Fatalf("GOMAXPROCS set in the environment: the agent changed it to %d (returned %d)", runtime.GOMAXPROCS(0), got)
+	}
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS")
+	if got := applyMaxProcs(0); got != 3 {
+		t.Fatalf("0 changed GOMAXPROCS to %d", got)
 	}
 }

@@ -71,7 +71,10 @@ type Config struct {
 	// third of it.
 	MaxStaleness time.Duration
 	// LocalReportEvery is how often local decisions are reported to the
-	// agent (sooner when 512 are waiting). Default 2ms.
+	// agent (sooner when 512 are waiting). Default 10ms: each report is a
+	// round trip that wakes the agent, and the client counts its own
+	// decisions in its queue estimate at once, so only the agent's view
+	// for other clients waits for it.
 	LocalReportEvery time.Duration
 
 	// Transport, when set, dials through this QUIC transport (to count bytes,
@@ -132,7 +135,7 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.MinBackoff, 50*time.Millisecond)
 	def(&c.MaxBackoff, 5*time.Second)
 	def(&c.MaxStaleness, DefaultMaxStaleness)
-	def(&c.LocalReportEvery, 2*time.Millisecond)
+	def(&c.LocalReportEvery, 10*time.Millisecond)
 	if c.SubscribeQueue <= 0 {
 		c.SubscribeQueue = 16
 	}

@@ -36,6 +36,7 @@ func runBenchE2E(args []string) error {
 	keep := fs.String("keep-dir", "", "keep the agent's experience log and flame graphs here (\"\": a temporary directory, removed)")
 	measureDisk := fs.Bool("measure-disk", true, "for a scenario that writes to the disk, measure the disk's levels first (about 30 s: the calibration's writer counts, on --io-dir) and count the runs' I/O in its uncontended write")
 	simulate := fs.Bool("simulate", true, "after runs at --scale 1, simulate the same policies and arrivals (triage eval) on the committed calibration and on the disk measured, and print real beside simulated")
+	agentFirst := fs.Bool("agent-first", false, "run the agent right after FIFO, before the baselines (default: last); comparing both orders shows how much of a difference the node's drift over the bench makes")
 	nodeOut := fs.String("node-out", "", "write the calibration of the disk measured (the committed one with its io levels measured again) here, for `triage eval --calibration`")
 	addConfigFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -76,7 +77,8 @@ func runBenchE2E(args []string) error {
 	rep, err := e2e.Bench(ctx, e2e.BenchConfig{
 		Scenario: sc, Seed: *seed, TimeScale: *scale, CPUTime: *cpuTime, Baseline: *baseline,
 		AgentBin: *agentBin, Model: *model, NoEBPF: *noEBPF, DecideConcurrency: *concurrency, Decide: *decide, KeepDir: *keep, IODir: *ioDir, IOWriteMs: unit,
-		OnRun: func(r *e2e.Result) { fmt.Println(r) },
+		AgentFirst: *agentFirst,
+		OnRun:      func(r *e2e.Result) { fmt.Println(r) },
 	})
 	if err != nil {
 		return err
@@ -120,8 +122,8 @@ func runBenchE2E(args []string) error {
 		st.Decide, st.LocalDecisions, st.RemoteDecisions, st.DecideErrors, st.DecideP50Us, st.DecideP99Us)
 	fmt.Printf("decision round trip over QUIC (request out, answer in): p50 %.0f µs, p99 %.0f µs over %d calls; in the agent (request in, answer out): p50 %.0f µs, p99 %.0f µs, mean %.0f µs, mean batch %.1f tasks\n",
 		st.RemoteDecideP50Us, st.RemoteDecideP99Us, st.RemoteDecisions, st.AgentSideP50Us, st.AgentSideP99Us, st.AgentSideMeanUs, st.MeanBatch)
-	fmt.Printf("agent process: CPU %.1f%% of one core, RSS %.1f MiB (peak %.1f MiB), %d probes attached, %d flame-graph windows, %d experience records\n",
-		st.CPUPercent, st.RSSMiB, st.PeakRSSMiB, st.ProbesAttached, st.FlamegraphWindows, st.ExperienceRecords)
+	fmt.Printf("agent process: CPU %.1f%% of one core (%.1f%% while it served no one, in the FIFO run), RSS %.1f MiB (peak %.1f MiB), %d probes attached, %d flame-graph windows, %d experience records\n",
+		st.CPUPercent, st.IdleCPUPercent, st.RSSMiB, st.PeakRSSMiB, st.ProbesAttached, st.FlamegraphWindows, st.ExperienceRecords)
 	if *asJSON {
 		line, err := rep.JSON()
 		if err != nil {

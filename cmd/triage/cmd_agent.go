@@ -65,6 +65,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.StringVar(&cfg.FlamegraphUnwind, "flamegraph-unwind", "auto", "how user stacks are walked: auto (stack copies unwound by .eh_frame where the kernel allows, else frame pointers), dwarf, fp")
 	fs.IntVar(&cfg.FlamegraphCacheBytes, "flamegraph-cache-bytes", flamegraph.DefaultMaxCacheBytes, "cap on the symboliser's cache (symbol tables, inline indexes, unwind tables, JIT maps)")
 	fs.StringVar(&goMem, "go-memory-limit", strconv.Itoa(agent.DefaultGoMemoryLimit>>20)+"MiB", "soft limit of the Go runtime's memory (heap and stacks; 0 = none); GOMEMLIMIT in the environment wins")
+	fs.IntVar(&cfg.MaxProcs, "max-procs", agent.DefaultMaxProcs, "GOMAXPROCS of the agent (0 = Go's default, one per CPU the cgroup allows); GOMAXPROCS in the environment wins")
 	fs.IntVar(&mallocArenas, mallocArenasFlag, agent.DefaultMallocArenas, "most glibc malloc arenas, ONNX Runtime's C heap (0 = glibc's default, 8 per CPU); the agent re-executes itself with MALLOC_ARENA_MAX, which wins when already set")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "node name for metrics and node state (\"\" = host name; the DaemonSet sets it from spec.nodeName)")
 	fs.DurationVar(&cfg.BatchWindow, "batch-window", 0, "extra time a decision batch waits for more requests (0 = only what arrived during the previous batch)")

@@ -49,6 +49,11 @@ type BenchConfig struct {
 	// the start (measureWrite). `triage bench e2e` gives the uncontended
 	// level of the disk it measured, so runs and simulation share it.
 	IOWriteMs float64
+	// AgentFirst runs the agent right after FIFO, before the baselines,
+	// instead of last. Every run pays the node as it is then (the disk's
+	// writeback of the runs before, its drift), so comparing the two
+	// orders shows how much of a difference is the order's.
+	AgentFirst bool
 	// OnRun, when set, receives each run as it finishes: FIFO, the rule,
 	// the agent.
 	OnRun func(*Result)
@@ -77,14 +82,18 @@ type Simulated struct {
 
 // AgentStats is the "agent" object of the JSON line.
 type AgentStats struct {
-	GoodputRatio      float64 `json:"goodput_ratio_vs_fifo"`
-	DecideP50Us       float64 `json:"decide_p50_us"`
-	DecideP99Us       float64 `json:"decide_p99_us"`
-	AgentSideMeanUs   float64 `json:"agent_side_mean_us"`
-	AgentSideP50Us    float64 `json:"agent_side_p50_us"`
-	AgentSideP99Us    float64 `json:"agent_side_p99_us"`
-	MeanBatch         float64 `json:"mean_batch_tasks"`
-	CPUPercent        float64 `json:"cpu_percent"`
+	GoodputRatio    float64 `json:"goodput_ratio_vs_fifo"`
+	DecideP50Us     float64 `json:"decide_p50_us"`
+	DecideP99Us     float64 `json:"decide_p99_us"`
+	AgentSideMeanUs float64 `json:"agent_side_mean_us"`
+	AgentSideP50Us  float64 `json:"agent_side_p50_us"`
+	AgentSideP99Us  float64 `json:"agent_side_p99_us"`
+	MeanBatch       float64 `json:"mean_batch_tasks"`
+	CPUPercent      float64 `json:"cpu_percent"`
+	// IdleCPUPercent is the agent's CPU during the FIFO run, when it
+	// serves no one: its probes, signal sources and profiler alone. The
+	// difference to CPUPercent is what serving the run cost.
+	IdleCPUPercent    float64 `json:"idle_cpu_percent"`
 	RSSMiB            float64 `json:"rss_mib"`
 	PeakRSSMiB        float64 `json:"peak_rss_mib"`
 	Decisions         int     `json:"decisions"`
@@ -168,10 +177,22 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 	defer ag.Stop()
 	base := Config{Scenario: sc, Seed: c.Seed, TimeScale: c.TimeScale, CPUTime: c.CPUTime, IODir: c.IODir, IOWriteMs: nd.writeMs}
 	rep := &Report{}
+	i0, _ := ag.Usage()
+	f0 := time.Now()
 	if rep.FIFO, err = Run(ctx, base); err != nil {
 		return nil, fmt.Errorf("FIFO run: %w", err)
 	}
+	i1, _ := ag.Usage()
+	idleCPU := cpuPercent(i0, i1, time.Since(f0))
 	onRun(rep.FIFO)
+	var agentRun agentRunStats
+	if c.AgentFirst {
+		if agentRun, err = runAgent(ctx, c, base, ag); err != nil {
+			return nil, err
+		}
+		rep.Agent = agentRun.res
+		onRun(agentRun.res)
+	}
 	for _, rule := range rules {
 		cfg := base
 		cfg.Rule = rule
@@ -182,27 +203,14 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		rep.Rules = append(rep.Rules, res)
 		onRun(res)
 	}
-	local := c.Decide == DecideLocal
-	cl, err := client.Dial(ctx, ag.QUICAddr, client.Config{PinSHA256: ag.Fingerprint, ServerName: "localhost", LocalDecisions: local})
-	if err != nil {
-		return nil, fmt.Errorf("dialing the agent: %w", err)
+	if !c.AgentFirst {
+		if agentRun, err = runAgent(ctx, c, base, ag); err != nil {
+			return nil, err
+		}
+		rep.Agent = agentRun.res
+		onRun(agentRun.res)
 	}
-	defer cl.Close()
-
-	u0, _ := ag.Usage()
-	t0 := time.Now()
-	acfg := base
-	acfg.Agent, acfg.Local, acfg.DecideConcurrency, acfg.IDBase = cl, local, c.DecideConcurrency, uint64(time.Now().UnixNano())&^0xffffffff
-	res, err := Run(ctx, acfg)
-	if err != nil {
-		return nil, fmt.Errorf("agent run: %w", err)
-	}
-	wall := time.Since(t0)
-	u1, _ := ag.Usage()
-	rep.Agent = res
-	onRun(res)
-	scraped := readScrape(ag.Scrape())
-	cl.Close()
+	res, wall, u0, u1, scraped := agentRun.res, agentRun.wall, agentRun.u0, agentRun.u1, agentRun.scraped
 	ag.Stop()
 	records := -1
 	if st, err := experience.ReadDirWith(filepath.Join(dir, "experience"), experience.ReadOptions{}, nil); err == nil {
@@ -220,10 +228,10 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		GoodputRatio: round3(rep.GoodputRatio()),
 		DecideP50Us:  round3(float64(measure.Quantile(res.DecideLatency, 0.5).Nanoseconds()) / 1e3),
 		DecideP99Us:  round3(float64(measure.Quantile(res.DecideLatency, 0.99).Nanoseconds()) / 1e3),
-		CPUPercent:   round3(100 * (u1.CPU - u0.CPU).Seconds() / wall.Seconds()),
-		RSSMiB:       round3(proc.MiB(u1.RSS)),
-		PeakRSSMiB:   round3(proc.MiB(u1.PeakRSS)),
-		Decisions:    len(res.DecideLatency), DecideErrors: res.DecideErrors, ReportErrors: res.ReportErrors,
+		CPUPercent:   cpuPercent(u0, u1, wall), IdleCPUPercent: idleCPU,
+		RSSMiB:     round3(proc.MiB(u1.RSS)),
+		PeakRSSMiB: round3(proc.MiB(u1.PeakRSS)),
+		Decisions:  len(res.DecideLatency), DecideErrors: res.DecideErrors, ReportErrors: res.ReportErrors,
 		AgentSideMeanUs: round3(scraped.meanDecideUs), MeanBatch: round3(scraped.meanBatch),
 		AgentSideP50Us: round3(scraped.p50DecideUs), AgentSideP99Us: round3(scraped.p99DecideUs),
 		ExperienceRecords: records, FlamegraphWindows: scraped.fgWindows, ProbesAttached: scraped.probesAttached,
@@ -307,4 +315,41 @@ func baseline(name string, sc *train.Scenario) (train.Policy, error) {
 		}
 	}
 	return nil, fmt.Errorf("--baseline %q: want all, none, or some of %s", name, strings.Join(BaselineNames, ", "))
+}
+
+// agentRunStats is the agent run and what its process cost during it.
+type agentRunStats struct {
+	res     *Result
+	wall    time.Duration
+	u0, u1  proc.Usage
+	scraped scrapedAgent
+}
+
+// runAgent runs the arrivals with priorities from the agent process ag,
+// through a client of its own, closed when the run ends.
+func runAgent(ctx context.Context, c BenchConfig, base Config, ag *agentproc.Process) (agentRunStats, error) {
+	local := c.Decide == DecideLocal
+	cl, err := client.Dial(ctx, ag.QUICAddr, client.Config{PinSHA256: ag.Fingerprint, ServerName: "localhost", LocalDecisions: local})
+	if err != nil {
+		return agentRunStats{}, fmt.Errorf("dialing the agent: %w", err)
+	}
+	defer cl.Close()
+	var st agentRunStats
+	st.u0, _ = ag.Usage()
+	t0 := time.Now()
+	acfg := base
+	acfg.Agent, acfg.Local, acfg.DecideConcurrency, acfg.IDBase = cl, local, c.DecideConcurrency, uint64(time.Now().UnixNano())&^0xffffffff
+	if st.res, err = Run(ctx, acfg); err != nil {
+		return agentRunStats{}, fmt.Errorf("agent run: %w", err)
+	}
+	st.wall = time.Since(t0)
+	st.u1, _ = ag.Usage()
+	st.scraped = readScrape(ag.Scrape())
+	return st, nil
+}
+
+// cpuPercent is the CPU the process used between two readings, in percent
+// of one core over wall.
+func cpuPercent(u0, u1 proc.Usage, wall time.Duration) float64 {
+	return round3(100 * (u1.CPU - u0.CPU).Seconds() / wall.Seconds())
 }
