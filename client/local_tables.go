@@ -51,8 +51,8 @@ func (l *localDecider) runTables(ctx context.Context) {
 }
 
 // interval is how often the agent is asked to look at the table for
-// changes: three times a staleness bound, the pace at which an unchanged
-// table is re-dated anyway (Subscribe.max_staleness_ms), so that a change
+// changes: every third of the staleness bound, the pace at which an
+// unchanged table is re-dated anyway (Subscribe.max_staleness_ms), so that a change
 // reaches the client within a third of the bound and the agent wakes no
 // more often for changes than for heartbeats. It was a fifth: every look
 // is a wake-up of the agent, and the agent's CPU is taken from the node's

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestAgentRunsOnItsMaxProcs(t *testing.T) {
 		{"", []string{"--max-procs", "3"}, 3},
 		{"2", nil, 2},
 	} {
-		t.Run("GOMAXPROCS="+tc.env, func(t *testing.T) {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%q/args=%q", tc.env, tc.args), func(t *testing.T) {
 			t.Setenv("GOMAXPROCS", tc.env) // restored after the test
 			if tc.env == "" {
 				os.Unsetenv("GOMAXPROCS")

@@ -54,8 +54,7 @@ type BenchConfig struct {
 	// writeback of the runs before, its drift), so comparing the two
 	// orders shows how much of a difference is the order's.
 	AgentFirst bool
-	// OnRun, when set, receives each run as it finishes: FIFO, the rule,
-	// the agent.
+	// OnRun, when set, receives each run as it finishes, in run order.
 	OnRun func(*Result)
 }
 
@@ -125,7 +124,8 @@ const (
 var ErrDecideMode = errors.New("e2e: --decide must be local or remote")
 
 // Bench runs a scenario's arrivals on real work: FIFO, then each
-// in-process baseline, then with priorities from a triage agent over QUIC.
+// in-process baseline, then with priorities from a triage agent over QUIC
+// (with AgentFirst, the agent right after FIFO).
 // The agent is a separate `triage agent` process (every probe and the
 // flame-graph recorder on), so its CPU time and memory are its own and
 // measurable; it is up for every run, so every run pays the same CPU for
@@ -186,12 +186,17 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 	idleCPU := cpuPercent(i0, i1, time.Since(f0))
 	onRun(rep.FIFO)
 	var agentRun agentRunStats
+	playAgent := func() (err error) {
+		if agentRun, err = runAgent(ctx, c, base, ag); err == nil {
+			rep.Agent = agentRun.res
+			onRun(agentRun.res)
+		}
+		return err
+	}
 	if c.AgentFirst {
-		if agentRun, err = runAgent(ctx, c, base, ag); err != nil {
+		if err := playAgent(); err != nil {
 			return nil, err
 		}
-		rep.Agent = agentRun.res
-		onRun(agentRun.res)
 	}
 	for _, rule := range rules {
 		cfg := base
@@ -204,11 +209,9 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		onRun(res)
 	}
 	if !c.AgentFirst {
-		if agentRun, err = runAgent(ctx, c, base, ag); err != nil {
+		if err := playAgent(); err != nil {
 			return nil, err
 		}
-		rep.Agent = agentRun.res
-		onRun(agentRun.res)
 	}
 	res, wall, u0, u1, scraped := agentRun.res, agentRun.wall, agentRun.u0, agentRun.u1, agentRun.scraped
 	ag.Stop()

@@ -44,13 +44,6 @@ type node struct {
 	settled time.Duration
 }
 
-// The disk is settled before a run measures its I/O unit: the run before
-// it (its deletions, the neighbours' and tasks' last writes, the journal)
-// leaves writeback that would otherwise fall on this run's first seconds
-// and on its unit, which every task's I/O part is counted in. Up to
-// proc.SettleTimeout, until no more than proc.SettleQuietBytes are dirty
-// or in writeback.
-
 // CheckNode refuses a scenario whose node this machine cannot give: more
 // CPUs than it has.
 func CheckNode(sc *train.Scenario) error {
@@ -91,6 +84,11 @@ func newNode(sc *train.Scenario, dir string, writeMs float64) (*node, error) {
 		return nil, fmt.Errorf("e2e: the tasks' I/O directory: %w", err)
 	}
 	n.dir = d
+	// The disk is settled before a run measures its I/O unit: the run
+	// before it (its deletions, the neighbours' and tasks' last writes, the
+	// journal) leaves writeback that would otherwise fall on this run's
+	// first seconds and on its unit, which every task's I/O part is
+	// counted in.
 	if n.settled, _, err = proc.SettleDisk(proc.SettleQuietBytes, proc.SettleTimeout); err != nil {
 		n.close()
 		return nil, fmt.Errorf("e2e: settling the disk: %w", err)
