@@ -5,10 +5,15 @@
 package testchild
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Command is the test binary, run again to run no test, with env
@@ -27,6 +32,70 @@ func Start(t testing.TB, cmd *exec.Cmd) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the test child: %v", err)
 	}
+	reapAtEnd(t, cmd)
+}
+
+// StartIdle starts cmd as Start does, under SCHED_IDLE: the child runs
+// only on CPU time that nothing else on the machine wants, so that a load
+// standing for work on other machines (clients of the agent) does not
+// take the CPU from what the test measures; a runnable task of any other
+// policy preempts it at once, which a nice value does not promise.
+//
+// The policy is set on a thread of this process locked for the purpose,
+// which then forks the child and ends with its goroutine: every thread of
+// the child inherits the policy from its first instruction, and no thread
+// of this process keeps it. Pdeathsig would fire when that thread ends,
+// so a cmd that sets it is refused.
+func StartIdle(t testing.TB, cmd *exec.Cmd) {
+	t.Helper()
+	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Pdeathsig != 0 {
+		t.Fatal("starting the test child: Pdeathsig would kill it when the idle thread that forks it ends")
+	}
+	done := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread exits with this goroutine, policy and all.
+		runtime.LockOSThread()
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}
+		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+			done <- fmt.Errorf("SCHED_IDLE for the forking thread: %w", err)
+			return
+		}
+		done <- cmd.Start()
+	}()
+	if err := <-done; err != nil {
+		t.Fatalf("starting the test child: %v", err)
+	}
+	reapAtEnd(t, cmd)
+}
+
+// ThreadPolicies are the scheduling policies of pid's threads, by thread
+// id.
+func ThreadPolicies(pid int) (map[int]uint32, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]uint32, len(tasks))
+	for _, e := range tasks {
+		var tid int
+		if _, err := fmt.Sscan(e.Name(), &tid); err != nil {
+			continue
+		}
+		attr, err := unix.SchedGetAttr(tid, 0)
+		if errors.Is(err, unix.ESRCH) {
+			continue // the thread ended since the listing
+		}
+		if err != nil {
+			return nil, fmt.Errorf("policy of thread %d: %w", tid, err)
+		}
+		out[tid] = attr.Policy
+	}
+	return out, nil
+}
+
+// reapAtEnd kills and reaps cmd when the test ends, unless it has been
+// waited for by then.
+func reapAtEnd(t testing.TB, cmd *exec.Cmd) {
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // roleEnv makes the test binary print its role and wait to be killed.
@@ -46,6 +48,71 @@ func TestChildRunsItsRoleAndDiesOfSIGKILL(t *testing.T) {
 		t.Fatalf("child ended with %v, want SIGKILL", cmd.ProcessState)
 	}
 }
+
+// A child started idle runs every thread under SCHED_IDLE, and no thread
+// of the process that started it is left under that policy.
+func TestStartIdleRunsEveryThreadOfTheChildIdleAndNoneOfOurs(t *testing.T) {
+	cmd := Command(roleEnv + "=idler")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	StartIdle(t, cmd)
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "role idler\n" {
+		t.Fatalf("child said %q (%v), want its role", line, err)
+	}
+	child, err := ThreadPolicies(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(child) < 2 {
+		t.Fatalf("the child has %d threads, want the Go runtime's several", len(child))
+	}
+	for tid, p := range child {
+		if p != unix.SCHED_IDLE {
+			t.Errorf("child thread %d has policy %d, want SCHED_IDLE (%d)", tid, p, unix.SCHED_IDLE)
+		}
+	}
+	ours, err := ThreadPolicies(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tid, p := range ours {
+		if p == unix.SCHED_IDLE {
+			t.Errorf("thread %d of the test process was left under SCHED_IDLE", tid)
+		}
+	}
+	Kill(t, cmd)
+}
+
+// StartIdle refuses a child whose Pdeathsig the forking thread's end
+// would fire.
+func TestStartIdleRefusesPdeathsig(t *testing.T) {
+	cmd := Command(roleEnv + "=never")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	ft := &fatalRecorder{TB: t}
+	func() {
+		defer func() { _ = recover() }()
+		StartIdle(ft, cmd)
+	}()
+	if !strings.Contains(ft.msg, "Pdeathsig") || cmd.Process != nil {
+		t.Fatalf("StartIdle said %q and started %v, want a refusal naming Pdeathsig", ft.msg, cmd.Process)
+	}
+}
+
+// fatalRecorder records Fatal's message and stops the caller as Fatal
+// does, by panicking (recovered by the test).
+type fatalRecorder struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalRecorder) Fatal(args ...any) {
+	f.msg = fmt.Sprint(args...)
+	panic(f)
+}
+
+func (f *fatalRecorder) Helper() {}
 
 // A child still running when its test ends is killed and reaped by the
 // cleanup Start registered.
