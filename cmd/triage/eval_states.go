@@ -21,12 +21,21 @@ const outsideTolerance = 0.05
 // feature's spread there beside its spread in the agent's experience log
 // dir (docs/calibration.md, "Simulator against real execution"): where a
 // real node's states leave the simulated band, the model decides out of
-// what it trained on.
+// what it trained on. Then the model's network decides every logged state
+// again, beside the level the logged agent served (replayer).
 func writeStateComparison(w io.Writer, dir string, sc *train.Scenario, seed int64, sess policy.Decider, guardName string, gcfg guard.Config) error {
+	var g *guard.Guard
+	if guardName != "none" {
+		var err error
+		if g, err = guard.Named(guardName, gcfg); err != nil {
+			return fmt.Errorf("--guard: %w", err)
+		}
+	}
+	replay := newReplayer(sess, g)
 	var logged []policy.State
 	if err := experience.ReadDir(dir, func(r experience.Record) error {
 		logged = append(logged, r.State)
-		return nil
+		return replay.add(r)
 	}); err != nil {
 		return fmt.Errorf("--states-from: %w", err)
 	}
@@ -57,8 +66,8 @@ func writeStateComparison(w io.Writer, dir string, sc *train.Scenario, seed int6
 	}
 	if len(outside) == 0 {
 		fmt.Fprintf(w, "\nevery logged median lies within the simulated 10–90%% band (±%.2f)\n", outsideTolerance)
-		return nil
+	} else {
+		fmt.Fprintf(w, "\n%d features with the logged median outside the simulated 10–90%% band (±%.2f): %s\n", len(outside), outsideTolerance, strings.Join(outside, ", "))
 	}
-	fmt.Fprintf(w, "\n%d features with the logged median outside the simulated 10–90%% band (±%.2f): %s\n", len(outside), outsideTolerance, strings.Join(outside, ", "))
-	return nil
+	return replay.write(w)
 }
