@@ -15,10 +15,10 @@ import (
 // The replay decides every logged state with the model through ONNX
 // Runtime and counts, per class, the logged levels, the replayed ones, how
 // often they agree and how often the guard (unanimity asked, no range
-// check) would decide. Class "same" logs
-// the network's own answer on each state, class "other" a different level,
-// so the agreement column must read 100% and 0%; the counts cover every
-// record, over more than one batch.
+// check) would decide. Class "same" logs the network's own answer on each
+// state, class "other" a different level, so the agreement column must
+// read 100% and 0%; the counts cover every record, over more than one
+// batch.
 func TestReplayCountsLoggedAndReplayedLevelsPerClass(t *testing.T) {
 	sess, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{})
 	if err != nil {

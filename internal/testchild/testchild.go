@@ -5,7 +5,6 @@
 package testchild
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -66,31 +65,6 @@ func StartIdle(t testing.TB, cmd *exec.Cmd) {
 		t.Fatalf("starting the test child: %v", err)
 	}
 	reapAtEnd(t, cmd)
-}
-
-// ThreadPolicies are the scheduling policies of pid's threads, by thread
-// id.
-func ThreadPolicies(pid int) (map[int]uint32, error) {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int]uint32, len(tasks))
-	for _, e := range tasks {
-		var tid int
-		if _, err := fmt.Sscan(e.Name(), &tid); err != nil {
-			continue
-		}
-		attr, err := unix.SchedGetAttr(tid, 0)
-		if errors.Is(err, unix.ESRCH) {
-			continue // the thread ended since the listing
-		}
-		if err != nil {
-			return nil, fmt.Errorf("policy of thread %d: %w", tid, err)
-		}
-		out[tid] = attr.Policy
-	}
-	return out, nil
 }
 
 // reapAtEnd kills and reaps cmd when the test ends, unless it has been

@@ -61,7 +61,7 @@ func TestStartIdleRunsEveryThreadOfTheChildIdleAndNoneOfOurs(t *testing.T) {
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "role idler\n" {
 		t.Fatalf("child said %q (%v), want its role", line, err)
 	}
-	child, err := ThreadPolicies(cmd.Process.Pid)
+	child, err := threadPolicies(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestStartIdleRunsEveryThreadOfTheChildIdleAndNoneOfOurs(t *testing.T) {
 			t.Errorf("child thread %d has policy %d, want SCHED_IDLE (%d)", tid, p, unix.SCHED_IDLE)
 		}
 	}
-	ours, err := ThreadPolicies(os.Getpid())
+	ours, err := threadPolicies(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,4 +128,29 @@ func TestStartCleansUpAChildLeftRunning(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.Signal(0)); !errors.Is(err, os.ErrProcessDone) {
 		t.Fatalf("signalling the ended child: %v, want os.ErrProcessDone", err)
 	}
+}
+
+// threadPolicies are the scheduling policies of pid's threads, by thread
+// id.
+func threadPolicies(pid int) (map[int]uint32, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]uint32, len(tasks))
+	for _, e := range tasks {
+		var tid int
+		if _, err := fmt.Sscan(e.Name(), &tid); err != nil {
+			continue
+		}
+		attr, err := unix.SchedGetAttr(tid, 0)
+		if errors.Is(err, unix.ESRCH) {
+			continue // the thread ended since the listing
+		}
+		if err != nil {
+			return nil, fmt.Errorf("policy of thread %d: %w", tid, err)
+		}
+		out[tid] = attr.Policy
+	}
+	return out, nil
 }
