@@ -23,3 +23,18 @@ func (a *AblatedDecider) Decide(states []policy.State, out []policy.Decision) er
 	}
 	return a.Decider.Decide(a.scratch, out)
 }
+
+// blindMLP is MLPPolicy with the kernel features at their neutral values,
+// as AblatedDecider does for a Decider: the trainer's validation measures
+// a checkpoint's kernel share with it (DQNConfig.ValidationKernelWeight).
+type blindMLP struct{ MLPPolicy }
+
+func (p *blindMLP) Assign(t *Task, v *NodeView) (int, float64, error) {
+	st := v.State
+	for _, f := range policy.KernelFeatures {
+		st[f] = policy.Neutral[f]
+	}
+	var q [policy.NumActions]float32
+	p.Net.Forward(&st, &q, p.scratch)
+	return policy.Argmax(&q), t.DeadlineMs(), nil
+}

@@ -82,6 +82,15 @@ type DQNConfig struct {
 	// generated suite of a hundred would otherwise cost more to validate
 	// than to train on.
 	ValidationScenarios int
+	// ValidationKernelWeight, when positive, adds to a checkpoint's
+	// validation score this weight times its kernel share: on each
+	// validation scenario with interference, its SLA attainment minus the
+	// same network's with every kernel feature at its neutral value. Off
+	// (0) by default. Why: the checkpoint with the best margin over the
+	// baselines can be one that does better blind, and whether a model
+	// reads the kernel was a draw between seeds (docs/training.md,
+	// "Screening a candidate").
+	ValidationKernelWeight float64
 	// AverageDecay is the per-step decay of the exponential moving average
 	// of the online weights (Polyak averaging), default 0.999. The average
 	// is validated alongside the online network and kept when it scores
@@ -378,14 +387,15 @@ func trainMember(scenarios []*Scenario, cfg DQNConfig, val *validator, tch *teac
 // them most reliably across loads, rather than the one that is best on the
 // easiest scenario.
 type validator struct {
-	scenarios []*Scenario
-	tasks     [][]Task
-	seeds     []int64
-	best      []float64
+	kernelWeight float64 // DQNConfig.ValidationKernelWeight
+	scenarios    []*Scenario
+	tasks        [][]Task
+	seeds        []int64
+	best         []float64
 }
 
 func newValidator(scenarios []*Scenario, cfg DQNConfig) (*validator, error) {
-	v := &validator{}
+	v := &validator{kernelWeight: cfg.ValidationKernelWeight}
 	step := max(1, len(scenarios)/cfg.ValidationScenarios)
 	for i := 0; i < len(scenarios) && len(v.scenarios) < cfg.ValidationScenarios*cfg.ValidationSeeds; i += step {
 		sc := scenarios[i]
@@ -417,7 +427,15 @@ func (v *validator) score(net *policy.MLP) (float64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("validating on %s: %w", sc.Name, err)
 		}
-		sum += Summarise(sc, out).SLAAttainment - v.best[i]
+		sla := Summarise(sc, out).SLAAttainment
+		sum += sla - v.best[i]
+		if v.kernelWeight > 0 && len(sc.Interference) > 0 {
+			blind, err := RunTasks(sc, v.tasks[i], &blindMLP{MLPPolicy{Label: "dqn-ablated", Net: net}}, SimConfig{Seed: v.seeds[i]})
+			if err != nil {
+				return 0, fmt.Errorf("validating blind on %s: %w", sc.Name, err)
+			}
+			sum += v.kernelWeight * (sla - Summarise(sc, blind).SLAAttainment)
+		}
 	}
 	return sum / float64(len(v.scenarios)), nil
 }

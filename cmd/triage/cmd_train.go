@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -53,6 +54,7 @@ func runTrain(args []string) error {
 	teacher := fs.String("teacher", "", "the demonstrator: a baseline's name, or best (each training scenario's best baseline); default static-class")
 	valSeeds := fs.Int("validation-seeds", 0, "arrival seeds per training scenario for checkpoint validation (0: 1)")
 	valScenarios := fs.Int("validation-scenarios", 0, "training scenarios, spread evenly over the list, that checkpoint validation runs on (0: 12)")
+	valKernel := fs.Float64("validation-kernel-weight", 0, "add this weight times a checkpoint's kernel share (its SLA attainment minus the same network's with the kernel features neutral, on the validation scenarios with interference) to its validation score; 0: off (docs/training.md)")
 	harmWeight := fs.Float64("harm-weight", 0, "weight of the overtaking price in the training reward (0: 1)")
 	blameWeight := fs.Float64("blame-weight", 0, "weight of the blocking price in the training reward (0: the trainer's default, 6; negative: none)")
 	varyNode := fs.Float64("vary-node", 0, "per-episode probability that the node reads its kernel features unlike the calibrated one (0: the trainer's default, 1; negative: never; docs/training.md, \"Varying the node\")")
@@ -69,6 +71,9 @@ func runTrain(args []string) error {
 	}
 	if *valSeeds < 0 || *valScenarios < 0 {
 		return fmt.Errorf("--validation-seeds %d, --validation-scenarios %d: want 0 (the default) or more", *valSeeds, *valScenarios)
+	}
+	if *valKernel < 0 || math.IsNaN(*valKernel) || math.IsInf(*valKernel, 0) {
+		return fmt.Errorf("--validation-kernel-weight %v: want 0 (off) or a positive weight", *valKernel)
 	}
 	if len(scenarios) == 0 && *generated == 0 {
 		return errors.New("no --scenario or --generated given")
@@ -87,7 +92,7 @@ func runTrain(args []string) error {
 	}
 	prog := newProgress(os.Stdout)
 	cfg := train.DQNConfig{Seed: *seed, Episodes: *episodes, Ensemble: *ensemble,
-		DemoEpisodes: *demoEpisodes, DemoMargin: *demoMargin, DemoWeight: *demoWeight, Teacher: *teacher, ValidationSeeds: *valSeeds, ValidationScenarios: *valScenarios,
+		DemoEpisodes: *demoEpisodes, DemoMargin: *demoMargin, DemoWeight: *demoWeight, Teacher: *teacher, ValidationSeeds: *valSeeds, ValidationScenarios: *valScenarios, ValidationKernelWeight: *valKernel,
 		HarmWeight: *harmWeight, BlameWeight: *blameWeight, MissingSources: *missing, VaryNode: *varyNode}
 	for _, h := range strings.Split(*hidden, ",") {
 		if h = strings.TrimSpace(h); h == "" {
