@@ -114,12 +114,12 @@ func runTrain(args []string) error {
 		return err
 	}
 	prog.done()
-	score := "SLA attainment"
+	score := "SLA attainment over the best baseline"
 	if *valKernel > 0 {
-		score = fmt.Sprintf("SLA attainment plus %g × the kernel share", *valKernel)
+		score += fmt.Sprintf(", plus %g × the kernel share", *valKernel)
 	}
-	fmt.Printf("trained %d episodes in %s; kept episodes %v (validation: %s %+.4f over the best baseline; exported model %+.4f)\n",
-		len(res.Curve), time.Since(start).Round(time.Second), res.BestEpisode, score, res.BestScore, res.Score)
+	fmt.Printf("trained %d episodes in %s; kept episodes %v (validation score %+.4f: %s; exported model %+.4f)\n",
+		len(res.Curve), time.Since(start).Round(time.Second), res.BestEpisode, res.BestScore, score, res.Score)
 
 	if *version == "" {
 		*version = fmt.Sprintf("dqn-s%d-%s", *seed, time.Now().UTC().Format("20060102"))
