@@ -211,12 +211,11 @@ func paced(t *testing.T, cl *client.Client, d time.Duration, rate int, skip time
 // SCHED_IDLE: it stands for clients on other machines, whose CPU is not
 // the node's, and its goroutines must not queue behind or ahead of the
 // well-behaved client's in one Go scheduler. It costs about half a core
-// here (TLS client state and a key share per attempt); at nice 10 that
-// CPU still delayed the agent's and the client's wake-ups enough to double
-// their p99 on a CI node, a cost of the generator and not of the agent.
-// An idle-policy child gets only CPU that nothing else wants (the test
-// checks that it still reached its rate), and one P, which cuts its
-// thread wake-ups by a sixth.
+// here (TLS client state and a key share per attempt), CPU that clients
+// elsewhere would not take from the node; at a nice value it still
+// competes with the agent and the client. An idle-policy child gets only
+// CPU that nothing else wants (the test checks that it still reached its
+// rate), and one P, which cuts its CPU by about a sixth.
 const floodEnv = "TRIAGE_AGENT_TEST_FLOOD" // "ADDR RATE MILLISECONDS FINGERPRINT"
 
 func init() {
