@@ -17,11 +17,16 @@ type AblatedDecider struct {
 func (a *AblatedDecider) Decide(states []policy.State, out []policy.Decision) error {
 	a.scratch = append(a.scratch[:0], states...)
 	for i := range a.scratch {
-		for _, f := range a.Off {
-			a.scratch[i][f] = policy.Neutral[f]
-		}
+		neutralise(&a.scratch[i], a.Off)
 	}
 	return a.Decider.Decide(a.scratch, out)
+}
+
+// neutralise sets the features off of st to their neutral values.
+func neutralise(st *policy.State, off []int) {
+	for _, f := range off {
+		st[f] = policy.Neutral[f]
+	}
 }
 
 // blindMLP is MLPPolicy with the kernel features at their neutral values,
@@ -31,10 +36,6 @@ type blindMLP struct{ MLPPolicy }
 
 func (p *blindMLP) Assign(t *Task, v *NodeView) (int, float64, error) {
 	st := v.State
-	for _, f := range policy.KernelFeatures {
-		st[f] = policy.Neutral[f]
-	}
-	var q [policy.NumActions]float32
-	p.Net.Forward(&st, &q, p.scratch)
-	return policy.Argmax(&q), t.DeadlineMs(), nil
+	neutralise(&st, policy.KernelFeatures)
+	return p.greedy(&st), t.DeadlineMs(), nil
 }

@@ -151,7 +151,12 @@ type MLPPolicy struct {
 
 func (p *MLPPolicy) Name() string { return p.Label }
 func (p *MLPPolicy) Assign(t *Task, v *NodeView) (int, float64, error) {
+	return p.greedy(&v.State), t.DeadlineMs(), nil
+}
+
+// greedy is the network's best priority in state st.
+func (p *MLPPolicy) greedy(st *policy.State) int {
 	var q [policy.NumActions]float32
-	p.Net.Forward(&v.State, &q, p.scratch)
-	return policy.Argmax(&q), t.DeadlineMs(), nil
+	p.Net.Forward(st, &q, p.scratch)
+	return policy.Argmax(&q)
 }

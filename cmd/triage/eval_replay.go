@@ -40,11 +40,12 @@ type classReplay struct {
 // result: the kernel features and the task's own come from the real node,
 // the queue features from another policy's run.
 type replayer struct {
-	sess  policy.Decider
-	guard *guard.Guard
-	by    map[string]*classReplay
-	batch []experience.Record
-	out   []policy.Decision
+	sess   policy.Decider
+	guard  *guard.Guard
+	by     map[string]*classReplay
+	batch  []experience.Record
+	states []policy.State
+	out    []policy.Decision
 }
 
 func newReplayer(sess policy.Decider, g *guard.Guard) *replayer {
@@ -64,11 +65,11 @@ func (p *replayer) flush() error {
 	if len(p.batch) == 0 {
 		return nil
 	}
-	states := make([]policy.State, len(p.batch))
+	p.states = p.states[:0]
 	for i := range p.batch {
-		states[i] = p.batch[i].State
+		p.states = append(p.states, p.batch[i].State)
 	}
-	if err := p.sess.Decide(states, p.out); err != nil {
+	if err := p.sess.Decide(p.states, p.out); err != nil {
 		return fmt.Errorf("replaying logged states: %w", err)
 	}
 	for i := range p.batch {
