@@ -20,7 +20,7 @@ ALONE_PKGS  := ./agent ./internal/bench/e2e ./internal/bench/soak
 # PKGS narrows vet and lint to a package list: make lint PKGS='./codec/... ./wire'
 PKGS      ?= ./...
 
-.PHONY: all run test check build deps ort generate check-generated bench model fuzz vet lint fmt fmt-fix clean
+.PHONY: all run test check build deps ort generate check-generated bench model model-candidate fuzz vet lint fmt fmt-fix clean
 
 all: build
 
@@ -70,10 +70,14 @@ fuzz:
 	./scripts/fetch-onnxruntime.sh >/dev/null
 	./scripts/fuzz.sh
 
-## model: retrain the embedded default model from the project's scenarios (fixed seed)
-model: build
-	./scripts/fetch-onnxruntime.sh >/dev/null
+## model: rebuild the embedded default model, bit for bit, with the trainer of the commit that built it (policy/defaultmodel/provenance.txt)
+model:
 	./scripts/train-default-model.sh
+
+## model-candidate: train this tree's recipe into out/model-candidate/ (fixed seed; the embedded model is left alone)
+model-candidate: build
+	./scripts/fetch-onnxruntime.sh >/dev/null
+	./scripts/train-candidate-model.sh
 
 vet:
 	$(GO) vet $(PKGS)

@@ -1,57 +1,72 @@
 #!/usr/bin/env bash
-# Retrains the embedded default model and writes policy/defaultmodel/model.onnx
-# plus its report under docs/training-report/. Run by `make model`.
+# Rebuilds the embedded default model, bit for bit, with the trainer and
+# recipe of the commit that built it, and writes it to
+# policy/defaultmodel/model.onnx with its report in docs/training-report/.
+# Run by `make model`.
 #
-# What it trains on: scenarios generated from wide distributions
-# (train.Generate, seed TRIAGE_MODEL_GEN_SEED) and the project's own files
-# in testdata/scenarios/ (interference among them). Never the shared
-# scenarios: they are validation, reported on, never chosen on.
+# policy/defaultmodel/provenance.txt names that commit and the model's
+# sha256. The commit is checked out in a temporary worktree, its own
+# scripts/train-default-model.sh runs there (it builds its own triage), and
+# the output is copied here only if its sha256 is the recorded one; any
+# other result is an error and changes nothing. Why a pinned trainer and not
+# this tree's: the trainer and the simulator have changed since the shipped
+# model was trained, and no model this tree's recipe trains has yet passed
+# the checks a default must pass (docs/training.md, "Which model ships, and
+# how `make model` rebuilds it"). `make model-candidate` trains this tree's
+# recipe without touching the embedded model.
 #
-# Reproducible: the same seeds and the same trainer give a bit-identical
-# model (the trainer is single-threaded per member). About 25 minutes on 2
-# idle cores; docs/training.md has the recipe and why.
+# Needs the repository's history (a clone, not an export or a shallow
+# clone), Go, and the module proxy or cache for the old commit's modules.
+# About 10 minutes on 2 idle cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN="${BIN:-bin/triage}"
-# Always rebuild (incremental, seconds): a stale binary would train with
-# an older trainer and silently give another model.
-go build -o "$BIN" ./cmd/triage
-SEED="${TRIAGE_MODEL_SEED:-7}"
-GEN="${TRIAGE_MODEL_GENERATED:-48}"
-GEN_SEED="${TRIAGE_MODEL_GEN_SEED:-7}"
-EPISODES="${TRIAGE_MODEL_EPISODES:-60}"
-ENSEMBLE="${TRIAGE_MODEL_ENSEMBLE:-3}"
-# Demonstrations: the first episodes of each member follow each scenario's
-# best baseline (teacher "best", controllers included) with a DQfD margin,
-# so the network starts from the best rule and learns where to depart.
-DEMO="${TRIAGE_MODEL_DEMO_EPISODES:-20}"
-MARGIN="${TRIAGE_MODEL_DEMO_MARGIN:-0.1}"
-# Weight of the blocking price (train/blame.go): what teaches the network
-# which tasks belong in the background tier.
-BLAME="${TRIAGE_MODEL_BLAME:-6}"
-# Per-episode probability that each kernel-signal source is absent, so the
-# network does not lean on one a real node may not have.
-MISSING="${TRIAGE_MODEL_MISSING_SOURCES:-0.5}"
-# Per-episode probability that the node reads its kernel features unlike
-# the calibrated one (other disks, other schedulers, background I/O: the
-# levels the agent really read on a node; docs/training.md, "Varying the
-# node"); -1 trains on the calibrated readings only. The version says
-# "-vn" for every episode varied, "-vnP" for a share P.
-VARY="${TRIAGE_MODEL_VARY_NODE:-1}"
-# Checkpoint validation: how many training scenarios, spread evenly over
-# the list (the project's files first, then the generated ones), each
-# member's checkpoints are scored on.
-VALIDATION="${TRIAGE_MODEL_VALIDATION_SCENARIOS:-12}"
-NODE_TAG="-vn"
-if [ "$VARY" != 1 ]; then NODE_TAG="-vn${VARY}"; fi
-VAL_TAG=""
-if [ "$VALIDATION" != 12 ]; then VAL_TAG="-val${VALIDATION}"; fi
-"$BIN" train \
-  --scenario "$(ls testdata/scenarios/*.json | paste -sd, -)" \
-  --generated "$GEN" --gen-seed "$GEN_SEED" \
-  --seed "$SEED" --episodes "$EPISODES" --ensemble "$ENSEMBLE" --blame-weight "$BLAME" \
-  --missing-sources "$MISSING" --vary-node "$VARY" --teacher best --demo-episodes "$DEMO" --demo-margin "$MARGIN" \
-  --validation-scenarios "$VALIDATION" \
-  --version "default-v2-s${SEED}-g${GEN}x${GEN_SEED}-e${EPISODES}x${ENSEMBLE}${NODE_TAG}${VAL_TAG}" \
-  --out policy/defaultmodel/model.onnx \
-  --report docs/training-report
+ROOT="$PWD"
+PROV=policy/defaultmodel/provenance.txt
+field() { awk -v k="$1" '$1 == k { print $2 }' "$PROV"; }
+COMMIT="$(field commit)"
+WANT="$(field sha256)"
+if [ -z "$COMMIT" ] || [ -z "$WANT" ]; then
+  echo "train-default-model: $PROV has no commit or sha256 line" >&2
+  exit 1
+fi
+if ! git cat-file -e "${COMMIT}^{commit}" 2>/dev/null; then
+  echo "train-default-model: commit $COMMIT (the default model's trainer) is not in this repository;" >&2
+  echo "  make model needs the history: git fetch --unshallow, or a full clone" >&2
+  exit 1
+fi
+ORT_LIB="$(./scripts/fetch-onnxruntime.sh)"
+export TRIAGE_ONNXRUNTIME_LIB="${TRIAGE_ONNXRUNTIME_LIB:-$ORT_LIB}"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/triage-model.XXXXXX")"
+cleanup() {
+  git -C "$ROOT" worktree remove --force "$WORK/src" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+git worktree add --detach "$WORK/src" "$COMMIT" >/dev/null
+echo "train-default-model: training with the recipe and trainer of ${COMMIT:0:12} in $WORK/src" >&2
+# The recipe reads TRIAGE_MODEL_* variables: clear them, so that the
+# rebuild is the recorded one whatever this shell has set.
+for v in $(env | awk -F= '/^TRIAGE_MODEL_/ { print $1 }'); do unset "$v"; done
+if [ -x "$WORK/src/scripts/train-candidate-model.sh" ]; then
+  # A commit of this layout: its recipe is the candidate script, and the
+  # shipped model's name is the recorded version.
+  (cd "$WORK/src" && BIN="$WORK/triage" OUT="$WORK/out" TRIAGE_MODEL_VERSION="$(field version)" \
+    ./scripts/train-candidate-model.sh)
+else
+  # An older commit: its train-default-model.sh was the recipe, and wrote
+  # into its own tree.
+  (cd "$WORK/src" && BIN="$WORK/triage" ./scripts/train-default-model.sh)
+  mkdir -p "$WORK/out"
+  cp "$WORK/src/policy/defaultmodel/model.onnx" "$WORK/out/model.onnx"
+  cp -r "$WORK/src/docs/training-report" "$WORK/out/report"
+fi
+GOT="$(sha256sum "$WORK/out/model.onnx" | awk '{ print $1 }')"
+if [ "$GOT" != "$WANT" ]; then
+  echo "train-default-model: the rebuilt model's sha256 is $GOT, the recorded one $WANT:" >&2
+  echo "  the build is not reproducible here; nothing was changed" >&2
+  exit 1
+fi
+cp "$WORK/out/model.onnx" policy/defaultmodel/model.onnx
+rm -rf docs/training-report
+cp -r "$WORK/out/report" docs/training-report
+echo "train-default-model: rebuilt policy/defaultmodel/model.onnx, sha256 $GOT as recorded" >&2

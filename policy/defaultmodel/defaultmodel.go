@@ -1,8 +1,9 @@
 // Package defaultmodel embeds the policy the agent runs when no --model is
-// given. `make model` trains it from the project's scenarios with a fixed
-// seed and overwrites model.onnx; until then model.onnx is the hand-set
-// bootstrap model (policy.BootstrapMLP, version "bootstrap-0"), which
-// `go test ./policy/defaultmodel -write-bootstrap` rewrites.
+// given. provenance.txt names the commit whose trainer and recipe built it
+// and its sha256; `make model` rebuilds it from that commit, bit for bit
+// (scripts/train-default-model.sh). `go test ./policy/defaultmodel
+// -write-bootstrap` replaces it with the hand-set bootstrap model
+// (policy.BootstrapMLP, version "bootstrap-0").
 package defaultmodel
 
 import (
