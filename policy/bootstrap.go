@@ -1,7 +1,7 @@
 package policy
 
-// BootstrapVersion is the version of the hand-set model the tree ships
-// until `make model` writes a trained one.
+// BootstrapVersion is the version of the hand-set model, the one any tree
+// can write in place of the trained default (policy/defaultmodel).
 const BootstrapVersion = "bootstrap-0"
 
 // BootstrapMLP returns the bootstrap model: a hand-set rule, not a trained
