@@ -85,13 +85,7 @@ func WithLevel(l zstd.EncoderLevel) Option {
 // (default 8, 1..MaxRing). Both ends should use the same size: the decoder
 // must hold every base the encoder may choose.
 func WithRing(n int) Option {
-	return func(o *options) error {
-		if n < 1 || n > MaxRing {
-			return fmt.Errorf("%w: ring size %d not in 1..%d", ErrBadConfig, n, MaxRing)
-		}
-		o.ring = n
-		return nil
-	}
+	return countOption("ring size", n, MaxRing, func(o *options) *int { return &o.ring })
 }
 
 // WithKeyframeInterval makes every k-th frame a full frame (0, the default,
@@ -110,11 +104,18 @@ func WithKeyframeInterval(k int) Option {
 // MaxSizeLimit). The encoder refuses larger payloads and the decoder refuses
 // frames that announce or decode to more, without allocating for them.
 func WithMaxSize(n int) Option {
+	return countOption("max size", n, MaxSizeLimit, func(o *options) *int { return &o.maxSize })
+}
+
+// countOption is the Option that sets *field(o) to n, a count that must lie
+// in 1..limit (what names it in the error): the rule WithRing and
+// WithMaxSize share.
+func countOption(what string, n, limit int, field func(*options) *int) Option {
 	return func(o *options) error {
-		if n < 1 || n > MaxSizeLimit {
-			return fmt.Errorf("%w: max size %d not in 1..%d", ErrBadConfig, n, MaxSizeLimit)
+		if n < 1 || n > limit {
+			return fmt.Errorf("%w: %s %d not in 1..%d", ErrBadConfig, what, n, limit)
 		}
-		o.maxSize = n
+		*field(o) = n
 		return nil
 	}
 }

@@ -59,3 +59,18 @@ func (f protoField) wantType(t protowire.Type, what string) error {
 	}
 	return nil
 }
+
+// eachFieldNumbered reads f, a field of the message what, as a message of
+// its own (sub) and calls fn for its fields numbered num only: the others
+// are ones this reader has no use for.
+func (f protoField) eachFieldNumbered(what, sub string, num protowire.Number, fn func(protoField) error) error {
+	if err := f.wantType(protowire.BytesType, what); err != nil {
+		return err
+	}
+	return eachField(f.b, sub, func(sf protoField) error {
+		if sf.num != num {
+			return nil
+		}
+		return fn(sf)
+	})
+}

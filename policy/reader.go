@@ -584,13 +584,7 @@ func readValueInfo(b []byte) (valueInfo, error) {
 			v.name = string(f.b)
 			return f.wantType(protowire.BytesType, "value_info")
 		case fValueType:
-			if err := f.wantType(protowire.BytesType, "value_info"); err != nil {
-				return err
-			}
-			return eachField(f.b, "type", func(tf protoField) error {
-				if tf.num != fTypeTensor {
-					return nil
-				}
+			return f.eachFieldNumbered("value_info", "type", fTypeTensor, func(tf protoField) error {
 				if err := tf.wantType(protowire.BytesType, "type"); err != nil {
 					return err
 				}
@@ -609,13 +603,7 @@ func readTensorType(b []byte, v *valueInfo) error {
 			v.elem = f.v
 			return f.wantType(protowire.VarintType, "tensor_type")
 		case fTensorTypeShape:
-			if err := f.wantType(protowire.BytesType, "tensor_type"); err != nil {
-				return err
-			}
-			return eachField(f.b, "shape", func(df protoField) error {
-				if df.num != fShapeDim {
-					return nil
-				}
+			return f.eachFieldNumbered("tensor_type", "shape", fShapeDim, func(df protoField) error {
 				if len(v.shape) >= 8 {
 					return fmt.Errorf("%w: tensor %q has more than 8 dimensions", ErrForeignModel, v.name)
 				}

@@ -115,7 +115,7 @@ func (s *Server) httpDecide(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, cerr := s.decideCall(r.Context(), p, tasks)
 	if cerr != nil {
-		writeJSONError(w, httpStatus(cerr.code), cerr.msg)
+		writeCallError(w, cerr)
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.DecideResponseJSON{Decisions: wire.DecisionsToJSON(resp.Decisions), Model: resp.Model, StateEpoch: resp.StateEpoch})
@@ -134,7 +134,7 @@ func (s *Server) httpOutcomes(w http.ResponseWriter, r *http.Request) {
 	}
 	n, cerr := s.outcomesCall(r.Context(), p, outs)
 	if cerr != nil {
-		writeJSONError(w, httpStatus(cerr.code), cerr.msg)
+		writeCallError(w, cerr)
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.OutcomesAcceptedJSON{Accepted: n})
@@ -143,7 +143,7 @@ func (s *Server) httpOutcomes(w http.ResponseWriter, r *http.Request) {
 func (s *Server) httpState(w http.ResponseWriter, r *http.Request) {
 	st, cerr := s.stateCall(httpProtocol(r))
 	if cerr != nil {
-		writeJSONError(w, httpStatus(cerr.code), cerr.msg)
+		writeCallError(w, cerr)
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.NodeStateToJSON(st))
@@ -201,4 +201,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeJSONError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, wire.ErrorJSON{Error: msg})
+}
+
+// writeCallError answers a call refused or failed (already counted by the
+// call): its message under its code's HTTP status, as grpcStatus does for
+// gRPC.
+func writeCallError(w http.ResponseWriter, err *callError) {
+	writeJSONError(w, httpStatus(err.code), err.msg)
 }

@@ -20,9 +20,8 @@ func runBenchCodec(args []string) error { return benchCodecCommand(os.Stdout, ar
 // benchCodecCommand is `triage bench codec` (internal/bench/codec) writing
 // to stdout.
 func benchCodecCommand(stdout io.Writer, args []string) error {
-	fs := newFlagSet("bench codec", "encode a frame-stream file with the delta codec, decode it back, compare with zstd alone")
+	fs, asJSON := newBenchFlagSet("codec", "encode a frame-stream file with the delta codec, decode it back, compare with zstd alone")
 	input := fs.String("input", "", "frame-stream `file` to encode and decode (LEB128 length + payload per record)")
-	asJSON := addJSONFlag(fs)
 	level := fs.String("level", "fastest", "zstd level: fastest|default|better|best")
 	ring := fs.Int("ring", codec.DefaultRing, "payloads each side keeps as bases")
 	keyframe := fs.Int("keyframe-interval", codec.DefaultKeyframeInterval, "force a full frame every N frames (0: never)")

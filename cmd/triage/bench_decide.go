@@ -22,8 +22,7 @@ func init() { registerBench("decide", runBenchDecide) }
 // the default) or the plain Go forward pass of the same weights
 // (--decider go).
 func runBenchDecide(args []string) error {
-	fs := newFlagSet("bench decide", "decide over triage/1, HTTP/3 JSON, gRPC (standalone and on the agent's TCP port) and JSON over HTTP/2 and HTTP/1.1 on loopback, side by side")
-	asJSON := addJSONFlag(fs)
+	fs, asJSON := newBenchFlagSet("decide", "decide over triage/1, HTTP/3 JSON, gRPC (standalone and on the agent's TCP port) and JSON over HTTP/2 and HTTP/1.1 on loopback, side by side")
 	clients := fs.Int("clients", 4, "concurrent clients (one connection each) per protocol")
 	duration := fs.Duration("duration", 2e9, "measured time per cell")
 	rate := fs.Int("rate", 5000, "total requests/s of the paced batch-1 cells")
@@ -31,9 +30,8 @@ func runBenchDecide(args []string) error {
 	protocols := fs.String("protocols", strings.Join(decide.ProtocolOrder, ","), "comma-separated subset of "+strings.Join(decide.ProtocolOrder, ","))
 	decider := fs.String("decider", "ort", "ort (the embedded model through ONNX Runtime, as the agent serves) or go (its plain Go forward pass)")
 	ortLib := fs.String("onnxruntime-lib", "", "ONNX Runtime shared library (default: $TRIAGE_ONNXRUNTIME_LIB, then the cache)")
-	addConfigFlag(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return helpIsNotAnError(err)
+	if done, err := parseCommandFlags(fs, args); done {
+		return err
 	}
 	opts := decide.Options{Clients: *clients, Duration: *duration, Rate: *rate}
 	d, closeDecider, err := decide.OpenDecider(*decider, *ortLib)

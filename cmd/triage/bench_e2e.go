@@ -20,9 +20,8 @@ func init() { registerBench("e2e", runBenchE2E) }
 // process (internal/bench/e2e), and prints the metrics of `triage eval`
 // and what the agent process cost.
 func runBenchE2E(args []string) error {
-	fs := newFlagSet("bench e2e", "Replay a scenario on real CPU work under FIFO and under the agent's priorities; print the metrics of `triage eval` (and with --json its JSON shape as the last line, plus an \"agent\" object).")
+	fs, asJSON := newBenchFlagSet("e2e", "Replay a scenario on real CPU work under FIFO and under the agent's priorities; print the metrics of `triage eval` (and with --json its JSON shape as the last line, plus an \"agent\" object).")
 	scenario := fs.String("scenario", "", "scenario file (required)")
-	asJSON := addJSONFlag(fs)
 	scale := fs.Float64("scale", 0, "wall seconds per scenario second (0: min(1, 25/duration), a run under half a minute)")
 	seed := fs.Int64("seed", 0, "arrival seed (0: the scenario's)")
 	model := fs.String("model", "", "model for the agent (\"\": its embedded default)")
@@ -38,9 +37,8 @@ func runBenchE2E(args []string) error {
 	simulate := fs.Bool("simulate", true, "after runs at --scale 1, simulate the same policies and arrivals (triage eval) on the committed calibration and on the disk measured, and print real beside simulated")
 	agentFirst := fs.Bool("agent-first", false, "run the agent right after FIFO, before the baselines (default: last); comparing both orders shows how much of a difference the node's drift over the bench makes")
 	nodeOut := fs.String("node-out", "", "write the calibration of the disk measured (the committed one with its io levels measured again) here, for `triage eval --calibration`")
-	addConfigFlag(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return helpIsNotAnError(err)
+	if done, err := parseCommandFlags(fs, args); done {
+		return err
 	}
 	if *scenario == "" {
 		return errors.New("--scenario is required")
@@ -125,11 +123,7 @@ func runBenchE2E(args []string) error {
 	fmt.Printf("agent process: CPU %.1f%% of one core (%.1f%% while it served no one, in the FIFO run), RSS %.1f MiB (peak %.1f MiB), %d probes attached, %d flame-graph windows, %d experience records\n",
 		st.CPUPercent, st.IdleCPUPercent, st.RSSMiB, st.PeakRSSMiB, st.ProbesAttached, st.FlamegraphWindows, st.ExperienceRecords)
 	if *asJSON {
-		line, err := rep.JSON()
-		if err != nil {
-			return err
-		}
-		fmt.Println(string(line))
+		return printOwnJSONLine(os.Stdout, rep)
 	}
 	return nil
 }

@@ -17,17 +17,15 @@ func init() { registerBench("profiler", runBenchProfiler) }
 // runBenchProfiler measures what the flame-graph profiler costs the agent
 // while every CPU is busy (internal/bench/profiler), for each frequency.
 func runBenchProfiler(args []string) error {
-	fs := newFlagSet("bench profiler", "CPU% and RSS of the eBPF profiler while every CPU is busy")
+	fs, asJSON := newBenchFlagSet("profiler", "CPU% and RSS of the eBPF profiler while every CPU is busy")
 	duration := fs.Duration("duration", 30*time.Second, "how long to profile at each frequency")
 	window := fs.Duration("window", 10*time.Second, "window length (drain + symbolise + write pprof/folded/SVG)")
 	hzList := fs.String("hz", "19,99", "comma-separated sampling frequencies")
 	unwindList := fs.String("unwind", "fp,dwarf", "comma-separated unwind modes, run side by side at each frequency: fp (kernel frame-pointer walk), dwarf (stack copies unwound by .eh_frame)")
 	offCPU := fs.Bool("off-cpu", false, "also run the off-CPU profiler")
-	asJSON := addJSONFlag(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the bench (the agent side) to `file`")
-	addConfigFlag(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return helpIsNotAnError(err)
+	if done, err := parseCommandFlags(fs, args); done {
+		return err
 	}
 	o := profiler.Options{OffCPU: *offCPU, Duration: *duration, Window: *window}
 	for _, u := range strings.Split(*unwindList, ",") {

@@ -14,8 +14,7 @@ func init() { registerBench("signals", runBenchSignals) }
 
 // runBenchSignals is `triage bench signals` (internal/bench/signals).
 func runBenchSignals(args []string) error {
-	fs := newFlagSet("bench signals", "cost of the kernel-signal probes: BPF ns per event, added ns per context switch and per syscall (with and without, side by side), and the signals layer's RSS and CPU")
-	asJSON := addJSONFlag(fs)
+	fs, asJSON := newBenchFlagSet("signals", "cost of the kernel-signal probes: BPF ns per event, added ns per context switch and per syscall (with and without, side by side), and the signals layer's RSS and CPU")
 	rounds := fs.Int("rounds", 20000, "ping-pong round trips per run (2 context switches each)")
 	calls := fs.Int("calls", 200000, "getppid calls per run")
 	reps := fs.Int("reps", 11, "alternating without/with runs; medians and minima are reported")

@@ -17,7 +17,7 @@ func init() { registerBench("soak", runBenchSoak) }
 // (internal/bench/soak) and prints its memory, goroutines, descriptors
 // and what reached the experience log.
 func runBenchSoak(args []string) error {
-	fs := newFlagSet("bench soak", "Run one agent process under sustained mixed load (decide calls with outcomes, subscribers, connection churn, malformed frames, model hot reloads, every probe and the profiler) and sample its RSS, heap, goroutines and descriptors every second; with --json, end with one JSON object.")
+	fs, asJSON := newBenchFlagSet("soak", "Run one agent process under sustained mixed load (decide calls with outcomes, subscribers, connection churn, malformed frames, model hot reloads, every probe and the profiler) and sample its RSS, heap, goroutines and descriptors every second; with --json, end with one JSON object.")
 	var cfg soak.Config
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Minute, "the whole run, warm-up included")
 	fs.DurationVar(&cfg.Warmup, "warmup", time.Minute, "time before the start samples are taken")
@@ -32,10 +32,8 @@ func runBenchSoak(args []string) error {
 	fs.StringVar(&cfg.AgentBin, "agent-bin", "", "triage binary to run the agent with (\"\": this one)")
 	fs.BoolVar(&cfg.NoEBPF, "no-ebpf", false, "run the agent without eBPF (procfs signals, no profiler)")
 	fs.StringVar(&cfg.KeepDir, "keep-dir", "", "keep the agent's experience log, flame graphs and model here (\"\": a temporary directory, removed; the log takes about 250 bytes per outcome)")
-	asJSON := addJSONFlag(fs)
-	addConfigFlag(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return helpIsNotAnError(err)
+	if done, err := parseCommandFlags(fs, args); done {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -53,11 +51,7 @@ func runBenchSoak(args []string) error {
 		return err
 	}
 	if *asJSON {
-		line, err := res.JSON()
-		if err != nil {
-			return err
-		}
-		fmt.Println(string(line))
+		return printOwnJSONLine(os.Stdout, res)
 	}
 	return nil
 }

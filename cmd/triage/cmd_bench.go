@@ -16,10 +16,12 @@ var benches = map[string]func(args []string) error{}
 
 func registerBench(name string, run func(args []string) error) { benches[name] = run }
 
-// addJSONFlag adds --json, the same switch in every bench: after the human
-// table, print one JSON object as the last line (printJSONLine).
-func addJSONFlag(fs *flag.FlagSet) *bool {
-	return fs.Bool("json", false, "print one JSON object as the last line")
+// newBenchFlagSet returns the flag set of `triage bench <name>` with --json,
+// the same switch in every bench: after the human table, print one JSON
+// object as the last line (printJSONLine).
+func newBenchFlagSet(name, summary string) (fs *flag.FlagSet, asJSON *bool) {
+	fs = newFlagSet("bench "+name, summary)
+	return fs, fs.Bool("json", false, "print one JSON object as the last line")
 }
 
 // printJSONLine writes v as one line of JSON: what a bench prints last with
@@ -31,6 +33,18 @@ func printJSONLine(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintln(w, string(b))
 	return err
+}
+
+// printOwnJSONLine is printJSONLine for a result with a JSON shape of its
+// own: the line its JSON method encodes. As fmt.Println would, it does not
+// report a failed write.
+func printOwnJSONLine(w io.Writer, res interface{ JSON() ([]byte, error) }) error {
+	line, err := res.JSON()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, string(line))
+	return nil
 }
 
 func init() {

@@ -24,9 +24,8 @@ func runCalibrate(args []string) error {
 	quick := fs.Bool("quick", false, "three levels of each kind and short windows (a smoke test, not a calibration)")
 	noBPF := fs.Bool("no-ebpf", false, "read every signal from procfs")
 	compare := fs.String("compare", "", "measure nothing: print, for this calibration file (\"default\": the embedded one), the measured signals beside what the simulator synthesises from them, as a markdown table")
-	addConfigFlag(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return helpIsNotAnError(err)
+	if done, err := parseCommandFlags(fs, args); done {
+		return err
 	}
 	if *compare != "" {
 		cal := train.DefaultCalibration()

@@ -44,9 +44,8 @@ func runDecide(args []string) error {
 	keyFile := fs.String("key", "", "client key (PEM) for --cert")
 	serverName := fs.String("server-name", "", "TLS server name (default the host of --addr)")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
-	addConfigFlag(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return helpIsNotAnError(err)
+	if done, err := parseCommandFlags(fs, args); done {
+		return err
 	}
 	var tasks []*wire.Task
 	if *id != "" {

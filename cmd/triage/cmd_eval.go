@@ -40,9 +40,8 @@ func runEval(args []string) error {
 	varyNode := fs.Float64("vary-node", 0, "run each scenario and seed, with this probability, on a node that reads its kernel features unlike the calibrated one, as training does (docs/training.md, \"Varying the node\"): what a policy keeps on other machines; 0 reports on the calibrated node")
 	calFile := fs.String("calibration", "", "simulate the node of this calibration file (triage calibrate --out) instead of the committed one")
 	statesFrom := fs.String("states-from", "", "an agent's experience directory (e.g. from bench e2e --keep-dir) on the one --scenario: print each feature's spread there beside the simulated dqn's, then the model's network on every logged state beside the level the logged agent served, per class")
-	addConfigFlag(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return helpIsNotAnError(err)
+	if done, err := parseCommandFlags(fs, args); done {
+		return err
 	}
 	if !(*varyNode >= 0 && *varyNode <= 1) {
 		return fmt.Errorf("--vary-node %v: want a probability in [0, 1]", *varyNode)

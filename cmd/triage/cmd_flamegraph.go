@@ -57,9 +57,8 @@ func runFlamegraphRecord(args []string) error {
 	cacheBytes := fs.Int("symbol-cache-bytes", flamegraph.DefaultMaxCacheBytes, "cap on symbol tables, inline indexes, unwind tables and JIT maps held")
 	out := fs.String("out", "flamegraph", "output file `prefix`")
 	title := fs.String("title", "", "SVG title (default: what was recorded, and when)")
-	addConfigFlag(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return helpIsNotAnError(err)
+	if done, err := parseCommandFlags(fs, args); done {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -188,12 +187,8 @@ func runFlamegraphRender(args []string) error {
 	out := fs.String("out", "", "output file `prefix` (default: the input without .pb.gz)")
 	sampleType := fs.String("sample-type", "", "sample type to draw (default: the profile's default)")
 	title := fs.String("title", "", "SVG title (default: the input file name)")
-	addConfigFlag(fs)
-	if err := parseFlags(fs, splitPositionalSafe(fs, args)); err != nil {
-		return helpIsNotAnError(err)
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("want one input profile, got %d\n%s", fs.NArg(), flamegraphUsage)
+	if done, err := parseProfileArgs(fs, args, 1, "one input profile"); done {
+		return err
 	}
 	in := fs.Arg(0)
 	p, err := flamegraph.ReadProfile(in)
@@ -220,12 +215,8 @@ func runFlamegraphDiff(args []string) error {
 	fs := newFlagSet("flamegraph diff", "differential flame graph of B against A: PREFIX.svg and PREFIX.folded (stack countA countB)")
 	out := fs.String("out", "diff", "output file `prefix`")
 	sampleType := fs.String("sample-type", "", "sample type to compare (default: A's default)")
-	addConfigFlag(fs)
-	if err := parseFlags(fs, splitPositionalSafe(fs, args)); err != nil {
-		return helpIsNotAnError(err)
-	}
-	if fs.NArg() != 2 {
-		return fmt.Errorf("want two profiles A and B, got %d\n%s", fs.NArg(), flamegraphUsage)
+	if done, err := parseProfileArgs(fs, args, 2, "two profiles A and B"); done {
+		return err
 	}
 	a, err := flamegraph.ReadProfile(fs.Arg(0))
 	if err != nil {
@@ -244,6 +235,20 @@ func runFlamegraphDiff(args []string) error {
 	}
 	fmt.Println(*out + flamegraph.SuffixSVG + "\n" + *out + flamegraph.SuffixFolded)
 	return nil
+}
+
+// parseProfileArgs is parseCommandFlags for an action that reads profile
+// files (render, diff), named before, after or among its flags: done also
+// when there are not n of them (want names them in the error).
+func parseProfileArgs(fs *flag.FlagSet, args []string, n int, want string) (done bool, err error) {
+	addConfigFlag(fs) // before splitPositionalSafe, which looks flags up
+	if err := parseFlags(fs, splitPositionalSafe(fs, args)); err != nil {
+		return true, helpIsNotAnError(err)
+	}
+	if fs.NArg() != n {
+		return true, fmt.Errorf("want %s, got %d\n%s", want, fs.NArg(), flamegraphUsage)
+	}
+	return false, nil
 }
 
 // splitPositionalSafe is splitPositional for flag sets whose unknown flags

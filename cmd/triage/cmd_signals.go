@@ -107,9 +107,8 @@ func runSignals(args []string) error {
 	interval := fs.Duration("interval", time.Second, "time between printed samples")
 	count := fs.Int("count", 0, "exit after this many samples (0: until interrupted)")
 	footprint := fs.Duration("footprint", 0, "run silently this long, then print the process's own RSS and CPU as JSON (used by triage bench signals)")
-	addConfigFlag(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return helpIsNotAnError(err)
+	if done, err := parseCommandFlags(fs, args); done {
+		return err
 	}
 	cfg, err := sf.config()
 	if err != nil {

@@ -62,9 +62,8 @@ func runTrain(args []string) error {
 	hidden := fs.String("hidden", "", "hidden layer widths, comma-separated (default 64,64)")
 	generated := fs.Int("generated", 0, "also train on this many generated scenarios (train.Generate: arrival shapes, class mixes, SLAs, costs, tenants, CPUs, interference drawn from wide distributions)")
 	genSeed := fs.Int64("gen-seed", 1, "seed of the generated scenarios")
-	addConfigFlag(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return helpIsNotAnError(err)
+	if done, err := parseCommandFlags(fs, args); done {
+		return err
 	}
 	if *expDir != "" {
 		return runFineTune(*expDir, *initModel, *out, *seed, *epochs, *version)

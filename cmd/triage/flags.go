@@ -13,9 +13,8 @@ package main
 //
 //	fs := newFlagSet("agent", "run the node agent")
 //	addr := fs.String("quic-addr", ":4433", "UDP address of the QUIC endpoint")
-//	addConfigFlag(fs)
-//	if err := parseFlags(fs, args); err != nil {
-//		return helpIsNotAnError(err)
+//	if done, err := parseCommandFlags(fs, args); done {
+//		return err
 //	}
 
 import (
@@ -67,6 +66,18 @@ func addConfigFlag(fs *flag.FlagSet) *string {
 // from the environment and then from the --config file.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	return parseFlagsFrom(fs, args, os.LookupEnv, os.ReadFile)
+}
+
+// parseCommandFlags ends the flags of a command that takes a config file:
+// it adds --config (addConfigFlag) and parses args (parseFlags). done is
+// true when the command is to return err at once: after a bad flag, or
+// after --help, whose usage is printed and which is no failure (err nil).
+func parseCommandFlags(fs *flag.FlagSet, args []string) (done bool, err error) {
+	addConfigFlag(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return true, helpIsNotAnError(err)
+	}
+	return false, nil
 }
 
 // helpIsNotAnError turns the --help request into a clean exit.
