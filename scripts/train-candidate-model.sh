@@ -11,7 +11,7 @@
 # scenarios: they are validation, reported on, never chosen on.
 #
 # Reproducible: the same seeds and the same trainer give a bit-identical
-# model (the trainer is single-threaded per member). About 10 minutes on 2
+# model (the trainer is single-threaded per member). About 5 minutes on 2
 # idle cores. A candidate ships only after the checks of docs/training.md
 # ("Which model ships, and how `make model` rebuilds it").
 set -euo pipefail

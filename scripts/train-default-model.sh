@@ -5,9 +5,11 @@
 # Run by `make model`.
 #
 # policy/defaultmodel/provenance.txt names that commit and the model's
-# sha256. The commit is checked out in a temporary worktree, its own
-# scripts/train-default-model.sh runs there (it builds its own triage), and
-# the output is copied here only if its sha256 is the recorded one; any
+# sha256. The commit is checked out in a temporary worktree, its own recipe
+# runs there (scripts/train-candidate-model.sh with the recorded version, or
+# for a commit older than that script, its scripts/train-default-model.sh;
+# either builds its own triage), and the output is copied here only if its
+# sha256 is the recorded one; any
 # other result is an error and changes nothing. Why a pinned trainer and not
 # this tree's: the trainer and the simulator have changed since the shipped
 # model was trained, and no model this tree's recipe trains has yet passed
@@ -17,7 +19,7 @@
 #
 # Needs the repository's history (a clone, not an export or a shallow
 # clone), Go, and the module proxy or cache for the old commit's modules.
-# About 10 minutes on 2 idle cores.
+# About 5 minutes on 2 idle cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -25,8 +27,9 @@ PROV=policy/defaultmodel/provenance.txt
 field() { awk -v k="$1" '$1 == k { print $2 }' "$PROV"; }
 COMMIT="$(field commit)"
 WANT="$(field sha256)"
-if [ -z "$COMMIT" ] || [ -z "$WANT" ]; then
-  echo "train-default-model: $PROV has no commit or sha256 line" >&2
+VERSION="$(field version)"
+if [ -z "$COMMIT" ] || [ -z "$WANT" ] || [ -z "$VERSION" ]; then
+  echo "train-default-model: $PROV lacks its commit, version or sha256 line" >&2
   exit 1
 fi
 if ! git cat-file -e "${COMMIT}^{commit}" 2>/dev/null; then
@@ -50,7 +53,7 @@ for v in $(env | awk -F= '/^TRIAGE_MODEL_/ { print $1 }'); do unset "$v"; done
 if [ -x "$WORK/src/scripts/train-candidate-model.sh" ]; then
   # A commit of this layout: its recipe is the candidate script, and the
   # shipped model's name is the recorded version.
-  (cd "$WORK/src" && BIN="$WORK/triage" OUT="$WORK/out" TRIAGE_MODEL_VERSION="$(field version)" \
+  (cd "$WORK/src" && BIN="$WORK/triage" OUT="$WORK/out" TRIAGE_MODEL_VERSION="$VERSION" \
     ./scripts/train-candidate-model.sh)
 else
   # An older commit: its train-default-model.sh was the recipe, and wrote
