@@ -184,9 +184,9 @@ func modelRows(sess policy.Decider, guardName string, cfg guard.Config, ablate b
 		return rows, nil, nil
 	}
 	mk := func(label string, d policy.Decider) (*train.GuardedPolicy, error) {
-		g, err := guard.Named(guardName, cfg)
+		g, err := evalGuard(guardName, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("--guard: %w", err)
+			return nil, err
 		}
 		return train.NewGuardedPolicy(label, d, g), nil
 	}
@@ -296,4 +296,18 @@ func runTune(which string, scenarios []*train.Scenario) error {
 		fmt.Println()
 	}
 	return nil
+}
+
+// evalGuard is a new guard of --guard's controller (each holds its own
+// controller state, so every guarded row and the replay get their own);
+// nil for "none".
+func evalGuard(name string, cfg guard.Config) (*guard.Guard, error) {
+	if name == "none" {
+		return nil, nil
+	}
+	g, err := guard.Named(name, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--guard: %w", err)
+	}
+	return g, nil
 }

@@ -24,12 +24,9 @@ const outsideTolerance = 0.05
 // what it trained on. Then the model's network decides every logged state
 // again, beside the level the logged agent served (replayer).
 func writeStateComparison(w io.Writer, dir string, sc *train.Scenario, seed int64, sess policy.Decider, guardName string, gcfg guard.Config) error {
-	var g *guard.Guard
-	if guardName != "none" {
-		var err error
-		if g, err = guard.Named(guardName, gcfg); err != nil {
-			return fmt.Errorf("--guard: %w", err)
-		}
+	g, err := evalGuard(guardName, gcfg)
+	if err != nil {
+		return err
 	}
 	replay := newReplayer(sess, g)
 	var logged []policy.State
