@@ -37,8 +37,12 @@ if ! git cat-file -e "${COMMIT}^{commit}" 2>/dev/null; then
   echo "  make model needs the history: git fetch --unshallow, or a full clone" >&2
   exit 1
 fi
-ORT_LIB="$(./scripts/fetch-onnxruntime.sh)"
-export TRIAGE_ONNXRUNTIME_LIB="${TRIAGE_ONNXRUNTIME_LIB:-$ORT_LIB}"
+# make exports the library's path already; fetch it only when run by hand
+# (a plain assignment, so that a failed fetch stops the script).
+if [ -z "${TRIAGE_ONNXRUNTIME_LIB:-}" ]; then
+  TRIAGE_ONNXRUNTIME_LIB="$(./scripts/fetch-onnxruntime.sh)"
+fi
+export TRIAGE_ONNXRUNTIME_LIB
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/triage-model.XXXXXX")"
 cleanup() {
   git -C "$ROOT" worktree remove --force "$WORK/src" >/dev/null 2>&1 || true
