@@ -267,15 +267,7 @@ func answer(env *wire.Envelope, used []*callStream) (*wire.Envelope, error) {
 }
 
 func (s *session) readDatagrams() {
-	for {
-		b, err := s.conn.ReceiveDatagram(s.c.ctx)
-		if err != nil {
-			return
-		}
-		ch, frame, err := wire.SplitDatagram(b)
-		if err != nil {
-			continue
-		}
+	wire.ReadDatagrams(s.c.ctx, s.conn, func(ch wire.Channel, frame []byte) {
 		switch ch {
 		case wire.ChanState:
 			s.dgMu.Lock()
@@ -287,7 +279,7 @@ func (s *session) readDatagrams() {
 		case wire.ChanReply:
 			s.deliverReply(frame)
 		}
-	}
+	})
 }
 
 // callStream is one pipelined decide stream: writes are serialised (they

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"context"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -81,6 +82,32 @@ func SplitDatagram(datagram []byte) (Channel, []byte, error) {
 		return 0, nil, fmt.Errorf("%w: %d-byte datagram", ErrMalformed, len(datagram))
 	}
 	return Channel(datagram[0]), datagram[1:], nil
+}
+
+// DatagramReceiver is the one method of a QUIC connection (quic-go's
+// *quic.Conn) that ReadDatagrams needs, so that wire imports no transport.
+type DatagramReceiver interface {
+	ReceiveDatagram(ctx context.Context) ([]byte, error)
+}
+
+// ReadDatagrams receives datagrams from conn until receiving fails (the
+// connection closed or ctx ended) and hands each one's channel and frame to
+// handle, in order, on the calling goroutine. A datagram too short to hold a
+// frame is dropped without a word: datagrams are unreliable by nature, so
+// one bad datagram must not end the read loop, and handle decides what a
+// frame is worth (an unknown channel is simply not handled).
+func ReadDatagrams(ctx context.Context, conn DatagramReceiver, handle func(ch Channel, frame []byte)) {
+	for {
+		b, err := conn.ReceiveDatagram(ctx)
+		if err != nil {
+			return
+		}
+		ch, frame, err := SplitDatagram(b)
+		if err != nil {
+			continue
+		}
+		handle(ch, frame)
+	}
 }
 
 // Decode decodes one frame (a datagram without its channel byte, see

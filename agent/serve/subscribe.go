@@ -267,15 +267,7 @@ func (nc *nativeConn) readDatagrams(ctx context.Context) {
 	}
 	var env wire.Envelope
 	var out []byte
-	for {
-		b, err := nc.conn.ReceiveDatagram(ctx)
-		if err != nil {
-			return
-		}
-		ch, frame, err := wire.SplitDatagram(b)
-		if err != nil {
-			continue
-		}
+	wire.ReadDatagrams(ctx, nc.conn, func(ch wire.Channel, frame []byte) {
 		switch ch {
 		case wire.ChanAck:
 			if _, err := acks.Decode(frame, &env); err == nil && env.GetAck() != nil {
@@ -283,15 +275,16 @@ func (nc *nativeConn) readDatagrams(ctx context.Context) {
 			}
 		case wire.ChanCall:
 			if _, err := calls.Decode(frame, &env); err != nil || env.GetDecideRequest() == nil {
-				continue
+				return
 			}
 			reply := nc.s.decide(ctx, env.GetDecideRequest())
+			var err error
 			out, _, err = replies.Encode(wire.ChanReply, reply, out[:0])
 			if err == nil && len(out) > wire.MaxDatagram {
 				out, _, err = replies.Encode(wire.ChanReply, errorEnvelope(wire.CodeFrameTooLarge, "answer does not fit a datagram: use a stream", env.GetDecideRequest().GetReqId()), out[:0])
 			}
 			if err != nil {
-				continue
+				return
 			}
 			select {
 			case nc.replySlots <- struct{}{}:
@@ -304,5 +297,5 @@ func (nc *nativeConn) readDatagrams(ctx context.Context) {
 			default: // too many replies in flight: the client will ask again
 			}
 		}
-	}
+	})
 }
