@@ -19,91 +19,47 @@
 #include "profiler_common.h"
 #include "profiler_copy.h"
 
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(key_size, sizeof(u32));
-	__uint(value_size, PROFILER_STACK_DEPTH * sizeof(u64));
-	__uint(max_entries, 8192);
-} profile_stacks SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct profiler_key);
-	__type(value, u64);
-	__uint(max_entries, 10240);
-} profile_counts0 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct profiler_key);
-	__type(value, u64);
-	__uint(max_entries, 10240);
-} profile_counts1 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, u32);
-	__type(value, struct profiler_control);
-	__uint(max_entries, 1);
-} profile_control SEC(".maps");
-
-// profile_lost counts samples that found their map full (bounded memory:
-// we drop and count rather than grow).
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, u32);
-	__type(value, u64);
-	__uint(max_entries, 1);
-} profile_lost SEC(".maps");
+struct profiler_stacks_map profile_stacks SEC(".maps");
+struct profiler_counts_map profile_counts0 SEC(".maps");
+struct profiler_counts_map profile_counts1 SEC(".maps");
+struct profiler_control_map profile_control SEC(".maps");
+struct profiler_counter_map profile_lost SEC(".maps");
 
 // profile_count adds one sample to the current generation's counts, with
 // the stacks the kernel walks by frame pointer.
 static __always_inline int profile_count(struct bpf_perf_event_data *ctx, struct profiler_control *ctl, u32 tid, u32 tgid)
 {
-	u32 zero = 0;
 	struct profiler_key key = {};
-	key.pid = tid;
-	key.tgid = tgid;
-	key.cgroup = bpf_get_current_cgroup_id();
-	key.user_stack = bpf_get_stackid(ctx, &profile_stacks, BPF_F_USER_STACK);
-	key.kernel_stack = bpf_get_stackid(ctx, &profile_stacks, 0);
-	bpf_get_current_comm(&key.comm, sizeof(key.comm));
-
-	void *counts = ctl->gen & 1 ? (void *)&profile_counts1 : (void *)&profile_counts0;
-	u64 *val = bpf_map_lookup_elem(counts, &key);
-	if (val) {
-		__sync_fetch_and_add(val, 1);
-		return 0;
-	}
-	u64 one = 1;
-	if (bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST) != 0) {
-		val = bpf_map_lookup_elem(counts, &key);
-		if (val) {
-			__sync_fetch_and_add(val, 1);
-		} else {
-			u64 *lost = bpf_map_lookup_elem(&profile_lost, &zero);
-			if (lost)
-				*lost += 1;
-		}
-	}
+	profiler_key_fill(&key, ctx, &profile_stacks, tid, tgid);
+	profiler_counts_add(ctl, &profile_counts0, &profile_counts1, &key, 1, &profile_lost);
 	return 0;
+}
+
+// profile_sampled_task reads the control record and the current task's
+// thread and process ids, and returns the record when the task's sample is
+// to be recorded, NULL when it is not: the idle task (tid 0) is not work
+// anyone can act on, and the pid / cgroup filter may leave the process out.
+// Both samplers start with it.
+static __always_inline struct profiler_control *profile_sampled_task(u32 *tid, u32 *tgid)
+{
+	u32 zero = 0;
+	struct profiler_control *ctl = bpf_map_lookup_elem(&profile_control, &zero);
+	if (!ctl)
+		return NULL;
+	u64 id = bpf_get_current_pid_tgid();
+	*tid = (u32)id;
+	*tgid = id >> 32;
+	if (*tid == 0 || !profiler_wanted(ctl, *tgid))
+		return NULL;
+	return ctl;
 }
 
 SEC("perf_event")
 int profile_sample(struct bpf_perf_event_data *ctx)
 {
-	u32 zero = 0;
-	struct profiler_control *ctl = bpf_map_lookup_elem(&profile_control, &zero);
+	u32 tid, tgid;
+	struct profiler_control *ctl = profile_sampled_task(&tid, &tgid);
 	if (!ctl)
-		return 0;
-
-	u64 id = bpf_get_current_pid_tgid();
-	u32 tid = (u32)id;
-	u32 tgid = id >> 32;
-	// The idle task (tid 0) is not work anyone can act on.
-	if (tid == 0)
-		return 0;
-	if (!profiler_wanted(ctl, tgid))
 		return 0;
 	return profile_count(ctx, ctl, tid, tgid);
 }
@@ -136,27 +92,14 @@ struct {
 	__uint(max_entries, 4096);
 } profile_fp_pids SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, u32);
-	__type(value, u64);
-	__uint(max_entries, 1);
-} profile_copy_fallback SEC(".maps");
+struct profiler_counter_map profile_copy_fallback SEC(".maps");
 
 SEC("perf_event")
 int profile_sample_copy(struct bpf_perf_event_data *ctx)
 {
-	u32 zero = 0;
-	struct profiler_control *ctl = bpf_map_lookup_elem(&profile_control, &zero);
+	u32 tid, tgid;
+	struct profiler_control *ctl = profile_sampled_task(&tid, &tgid);
 	if (!ctl)
-		return 0;
-
-	u64 id = bpf_get_current_pid_tgid();
-	u32 tid = (u32)id;
-	u32 tgid = id >> 32;
-	if (tid == 0)
-		return 0;
-	if (!profiler_wanted(ctl, tgid))
 		return 0;
 
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -217,6 +160,7 @@ int profile_sample_copy(struct bpf_perf_event_data *ctx)
 	if (size > sizeof(*c))
 		return 0;
 	if (bpf_ringbuf_output(&profile_copies, c, size, 0) != 0) {
+		u32 zero = 0;
 		u64 *fb = bpf_map_lookup_elem(&profile_copy_fallback, &zero);
 		if (fb)
 			*fb += 1;

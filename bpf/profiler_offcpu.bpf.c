@@ -18,12 +18,7 @@ struct offcpu_start {
 	struct profiler_key key;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(key_size, sizeof(u32));
-	__uint(value_size, PROFILER_STACK_DEPTH * sizeof(u64));
-	__uint(max_entries, 4096);
-} offcpu_stacks SEC(".maps");
+struct profiler_stacks_map offcpu_stacks SEC(".maps");
 
 // offcpu_starts is LRU so threads that exit while blocked cannot fill it.
 struct {
@@ -33,33 +28,10 @@ struct {
 	__uint(max_entries, 16384);
 } offcpu_starts SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct profiler_key);
-	__type(value, u64);
-	__uint(max_entries, 10240);
-} offcpu_counts0 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct profiler_key);
-	__type(value, u64);
-	__uint(max_entries, 10240);
-} offcpu_counts1 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, u32);
-	__type(value, struct profiler_control);
-	__uint(max_entries, 1);
-} offcpu_control SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, u32);
-	__type(value, u64);
-	__uint(max_entries, 1);
-} offcpu_lost SEC(".maps");
+struct profiler_counts_map offcpu_counts0 SEC(".maps");
+struct profiler_counts_map offcpu_counts1 SEC(".maps");
+struct profiler_control_map offcpu_control SEC(".maps");
+struct profiler_counter_map offcpu_lost SEC(".maps");
 
 static __always_inline int offcpu_switch(void *ctx, u32 prev_tid, u32 next_tid, bool preempted)
 {
@@ -76,12 +48,7 @@ static __always_inline int offcpu_switch(void *ctx, u32 prev_tid, u32 next_tid, 
 	if (prev_tid != 0 && wanted && profiler_wanted(ctl, tgid)) {
 		struct offcpu_start st = {};
 		st.ts = now;
-		st.key.pid = prev_tid;
-		st.key.tgid = tgid;
-		st.key.cgroup = bpf_get_current_cgroup_id();
-		st.key.user_stack = bpf_get_stackid(ctx, &offcpu_stacks, BPF_F_USER_STACK);
-		st.key.kernel_stack = bpf_get_stackid(ctx, &offcpu_stacks, 0);
-		bpf_get_current_comm(&st.key.comm, sizeof(st.key.comm));
+		profiler_key_fill(&st.key, ctx, &offcpu_stacks, prev_tid, tgid);
 		bpf_map_update_elem(&offcpu_starts, &prev_tid, &st, BPF_ANY);
 	}
 
@@ -96,22 +63,7 @@ static __always_inline int offcpu_switch(void *ctx, u32 prev_tid, u32 next_tid, 
 	if (delta < ctl->min_block_ns)
 		return 0;
 
-	void *counts = ctl->gen & 1 ? (void *)&offcpu_counts1 : (void *)&offcpu_counts0;
-	u64 *val = bpf_map_lookup_elem(counts, &key);
-	if (val) {
-		__sync_fetch_and_add(val, delta);
-		return 0;
-	}
-	if (bpf_map_update_elem(counts, &key, &delta, BPF_NOEXIST) != 0) {
-		val = bpf_map_lookup_elem(counts, &key);
-		if (val) {
-			__sync_fetch_and_add(val, delta);
-		} else {
-			u64 *lost = bpf_map_lookup_elem(&offcpu_lost, &zero);
-			if (lost)
-				*lost += 1;
-		}
-	}
+	profiler_counts_add(ctl, &offcpu_counts0, &offcpu_counts1, &key, delta, &offcpu_lost);
 	return 0;
 }
 
