@@ -106,27 +106,31 @@ type percpuHist struct {
 	buf []Hist
 }
 
-func newPercpuHist() (*percpuHist, error) {
-	buf, err := percpuBuf[Hist]()
-	if err != nil {
-		return nil, err
-	}
-	return &percpuHist{buf: buf}, nil
-}
-
 // openHistProbe opens a probe whose maps hold per-CPU histograms
 // (openProbe), with the reader that sums them.
 func openHistProbe(name string, load func() (*ebpf.CollectionSpec, error), hooks []hook, want Tier) (*probe, *percpuHist, error) {
+	p, buf, err := openPercpuProbe[Hist](name, load, hooks, want)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, &percpuHist{buf: buf}, nil
+}
+
+// openPercpuProbe opens a probe (openProbe) with a buffer for one T per
+// possible CPU, what a lookup of its per-CPU maps fills; it keeps the
+// buffer so that repeated reads do not grow the heap with the CPU count.
+// The probe is closed again when the buffer cannot be sized.
+func openPercpuProbe[T any](name string, load func() (*ebpf.CollectionSpec, error), hooks []hook, want Tier) (*probe, []T, error) {
 	p, err := openProbe(name, load, hooks, want)
 	if err != nil {
 		return nil, nil, err
 	}
-	rd, err := newPercpuHist()
+	buf, err := percpuBuf[T]()
 	if err != nil {
 		p.Close()
 		return nil, nil, err
 	}
-	return p, rd, nil
+	return p, buf, nil
 }
 
 // percpuBuf is a buffer for one value per possible CPU, what a lookup of a

@@ -60,16 +60,14 @@ func OpenSyscalls(opts SyscallsOptions) (*Syscalls, error) {
 	if err != nil {
 		return nil, err
 	}
-	untimed, err := percpuBuf[uint64]()
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
 	// Attaching proved the tier works; stay detached until a watch.
 	if err := p.detach(); err != nil {
 		p.Close()
 		return nil, err
 	}
+	// syscalls_untimed is per-CPU like the histogram: its buffer has one
+	// value per possible CPU too.
+	untimed := make([]uint64, len(rd.buf))
 	return &Syscalls{probe: p, reader: rd, untimed: untimed, pids: map[uint32]bool{}, cgroups: map[uint64]bool{}}, nil
 }
 

@@ -29,13 +29,8 @@ type TCPStat struct {
 
 // OpenTCPStat loads and attaches the TCP counter programs.
 func OpenTCPStat(opts TCPStatOptions) (*TCPStat, error) {
-	p, err := openProbe("tcpstat", loadTcpstat, tcpstatHooks, opts.Tier)
+	p, buf, err := openPercpuProbe[TCPCounters]("tcpstat", loadTcpstat, tcpstatHooks, opts.Tier)
 	if err != nil {
-		return nil, err
-	}
-	buf, err := percpuBuf[TCPCounters]()
-	if err != nil {
-		p.Close()
 		return nil, err
 	}
 	return &TCPStat{probe: p, buf: buf}, nil
