@@ -195,15 +195,21 @@ func bucketOfUs(ns float64) int {
 	return b + 1 // bpftrace: [0,1) is bucket 0, [1,2) bucket 1, [2,4) bucket 2...
 }
 
-// drainOnCPU drains p's window and returns how many on-CPU samples it held.
-func drainOnCPU(t testing.TB, p *Profiler) uint64 {
+// mustDrain drains p's window; a drain that fails fails the test.
+func mustDrain(t testing.TB, p *Profiler) *ProfileWindow {
 	t.Helper()
 	w, err := p.Drain()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("Drain: %v", err)
 	}
+	return w
+}
+
+// drainOnCPU drains p's window and returns how many on-CPU samples it held.
+func drainOnCPU(t testing.TB, p *Profiler) uint64 {
+	t.Helper()
 	var n uint64
-	for _, s := range w.OnCPU {
+	for _, s := range mustDrain(t, p).OnCPU {
 		n += s.Value
 	}
 	return n

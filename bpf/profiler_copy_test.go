@@ -62,9 +62,7 @@ func TestProfilerCopiesUserStacks(t *testing.T) {
 	}
 	for rd.SetDeadline(time.Now().Add(50 * time.Millisecond)); rd.Read(&c) == nil; rd.SetDeadline(time.Now().Add(50 * time.Millisecond)) {
 	}
-	if _, err := p.Drain(); err != nil {
-		t.Fatal(err)
-	}
+	mustDrain(t, p)
 	spin(200 * time.Millisecond)
 	counted := drainOnCPU(t, p)
 	rd.SetDeadline(time.Now().Add(50 * time.Millisecond))

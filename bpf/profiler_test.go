@@ -47,10 +47,7 @@ func TestProfilerSamplesOwnProcess(t *testing.T) {
 	requireBPF(t)
 	p := mustOpen(t, OpenProfiler, ProfilerOptions{FrequencyHz: 499, PID: uint32(os.Getpid())})
 	spin(300 * time.Millisecond)
-	w, err := p.Drain()
-	if err != nil {
-		t.Fatalf("Drain: %v", err)
-	}
+	w := mustDrain(t, p)
 	var total uint64
 	withUser, withKernel := 0, 0
 	for _, s := range w.OnCPU {
@@ -101,10 +98,7 @@ func testOffCPUSleep(t *testing.T, hook string) {
 		time.Sleep(nap)
 	}
 	runtime.UnlockOSThread()
-	w, err := p.Drain()
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustDrain(t, p)
 	var blocked uint64
 	for _, s := range w.OffCPU {
 		if s.Tgid != uint32(os.Getpid()) {
@@ -188,10 +182,7 @@ func TestProfilerCgroupFilter(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); procCPU(t, child)-cpu0 < 300*time.Millisecond && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
-	w, err := p.Drain()
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustDrain(t, p)
 	var total uint64
 	for _, s := range w.OnCPU {
 		if s.Tgid != uint32(child) {
