@@ -15,8 +15,8 @@ import (
 
 	"github.com/triage-agent/triage/agent/state"
 	"github.com/triage-agent/triage/experience"
+	"github.com/triage-agent/triage/internal/testmodel"
 	"github.com/triage-agent/triage/policy"
-	"github.com/triage-agent/triage/policy/defaultmodel"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -447,11 +447,7 @@ func TestBadConfig(t *testing.T) {
 
 func TestDefaultModelIsEmbedded(t *testing.T) {
 	ta := startAgent(t, Config{NoEBPF: true})
-	s, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{Device: policy.DeviceCPU})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := testmodel.Default(t, policy.Config{Device: policy.DeviceCPU})
 	if ta.ModelVersion() != s.Version() {
 		t.Fatalf("serving %q, embedded %q", ta.ModelVersion(), s.Version())
 	}

@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/triage-agent/triage/internal/testmodel"
 	"github.com/triage-agent/triage/policy"
-	"github.com/triage-agent/triage/policy/defaultmodel"
 )
 
 // With ValidationKernelWeight w, a checkpoint's validation score gains w
@@ -16,11 +16,7 @@ import (
 // intf-cpu-storm, so the share is positive there; on a scenario without
 // interference the weight changes nothing.
 func TestValidationKernelWeightAddsTheKernelShare(t *testing.T) {
-	sess, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	sess := testmodel.Default(t, policy.Config{})
 	net := sess.MLP()
 	for _, c := range []struct {
 		file       string

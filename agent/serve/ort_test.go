@@ -4,18 +4,14 @@ import (
 	"testing"
 
 	"github.com/triage-agent/triage/internal/bench/backend"
+	"github.com/triage-agent/triage/internal/testmodel"
 	"github.com/triage-agent/triage/policy"
-	"github.com/triage-agent/triage/policy/defaultmodel"
 )
 
 // The endpoint serving the embedded default model through ONNX Runtime: the
 // answers over QUIC equal the plain Go forward pass of the same network.
 func TestDecideWithONNXRuntime(t *testing.T) {
-	sess, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{})
-	if err != nil {
-		t.Fatalf("loading the default model in ONNX Runtime (run scripts/fetch-onnxruntime.sh or make test): %v", err)
-	}
-	defer sess.Close()
+	sess := testmodel.Default(t, policy.Config{})
 	gb, _ := goBackend()
 	b := backend.NewPolicy(sess, gb.State())
 	ref := backend.NewPolicy(policy.NewGoDecider(sess.MLP(), sess.Metadata()), gb.State())

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/triage-agent/triage/experience"
+	"github.com/triage-agent/triage/internal/testmodel"
 	"github.com/triage-agent/triage/policy"
-	"github.com/triage-agent/triage/policy/defaultmodel"
 	"github.com/triage-agent/triage/policy/guard"
 )
 
@@ -20,11 +20,7 @@ import (
 // read 100% and 0%; the counts cover every record, over more than one
 // batch.
 func TestReplayCountsLoggedAndReplayedLevelsPerClass(t *testing.T) {
-	sess, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	sess := testmodel.Default(t, policy.Config{})
 	const n = replayBatch + 44
 	states := make([]policy.State, n)
 	for i := range states {
