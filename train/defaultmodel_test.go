@@ -3,9 +3,9 @@ package train_test
 import (
 	"testing"
 
+	"github.com/triage-agent/triage/internal/testmodel"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/policy/control"
-	"github.com/triage-agent/triage/policy/defaultmodel"
 	"github.com/triage-agent/triage/policy/guard"
 	"github.com/triage-agent/triage/train"
 )
@@ -140,10 +140,5 @@ func TestDefaultPolicyHeldOut(t *testing.T) {
 // on the CPU, closed when the test ends.
 func loadDefaultModel(t *testing.T) *policy.Session {
 	t.Helper()
-	sess, err := policy.LoadBytes(defaultmodel.Bytes(), policy.Config{Device: policy.DeviceCPU})
-	if err != nil {
-		t.Fatalf("loading the default model through ONNX Runtime (run scripts/fetch-onnxruntime.sh and set TRIAGE_ONNXRUNTIME_LIB): %v", err)
-	}
-	t.Cleanup(func() { sess.Close() })
-	return sess
+	return testmodel.Default(t, policy.Config{Device: policy.DeviceCPU})
 }
