@@ -225,12 +225,16 @@ func (p *tableProducer) cellStates(l *tableLayout, node *nodeSnapshot, now time.
 	rows := len(l.queueEdges)
 	p.eachTask(l, node, now, func(c *layoutClass, s, k int, in *policy.Inputs) {
 		base := c.offset + wire.TableCell(s, k, 0, c.cost.len(), rows)
+		// The rows of a (class, SLA, cost) differ in the queue alone: the
+		// rest of the state is computed once, the queue's part per row.
+		st := policy.Vector(in)
 		for r, q := range l.queueReps {
 			in.QueueLen = q
 			for lv := range in.InFlightMs {
 				in.InFlightMs[lv] = p.comp[lv] * q
 			}
-			p.next[base+r] = policy.Vector(in)
+			st.SetQueue(in)
+			p.next[base+r] = st
 		}
 	})
 }

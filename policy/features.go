@@ -146,40 +146,71 @@ func LogScaleMs(ms float64) float32 { return clamp01(msRange.scale(ms)) }
 // Vector normalises in into a state vector. It never returns NaN.
 func Vector(in *Inputs) State {
 	var s State
-	set := func(i int, v float64, ok bool) {
-		if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
-			s[i] = Neutral[i]
-			return
-		}
-		s[i] = clamp01(v)
+	s.setTask(in)
+	s.SetQueue(in)
+	return s
+}
+
+// setFeature writes feature i from v, or its neutral value where v is
+// unknown (not ok, NaN or infinite).
+func (s *State) setFeature(i int, v float64, ok bool) {
+	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+		s[i] = Neutral[i]
+		return
 	}
-	perWorker, ok := safeDiv(in.QueueLen, in.Workers)
-	set(FeatQueue, math.Log2(1+perWorker)/math.Log2(1+queueRange), ok)
-	set(FeatSLA, msRange.scale(in.SLAMs), known(in.SLAMs) && in.SLAMs > 0)
-	set(FeatCost, msRange.scale(in.CostMs), known(in.CostMs))
-	set(FeatClassP50, msRange.scale(in.ClassP50Ms), known(in.ClassP50Ms))
-	set(FeatClassP99, msRange.scale(in.ClassP99Ms), known(in.ClassP99Ms))
-	set(FeatAccelMem, in.AccelMemFill, known(in.AccelMemFill))
-	set(FeatRunqP50, runqRange.scale(in.RunqP50Us), known(in.RunqP50Us))
-	set(FeatRunqP99, runqRange.scale(in.RunqP99Us), known(in.RunqP99Us))
-	set(FeatAcceptQueue, in.AcceptQueueFill, known(in.AcceptQueueFill))
-	set(FeatBlkioP99, blkRange.scale(in.BlkioP99Us), known(in.BlkioP99Us))
-	set(FeatCPUUtil, in.CPUUtil, known(in.CPUUtil))
+	s[i] = clamp01(v)
+}
+
+// slaOrNaN is the task's SLA, NaN where it is unknown, which makes every
+// feature relative to it unknown.
+func slaOrNaN(in *Inputs) float64 {
+	if sla := in.SLAMs; known(sla) && sla > 0 {
+		return sla
+	}
+	return math.NaN()
+}
+
+// setRelative writes feature f as x over the SLA, squashed.
+func (s *State) setRelative(f int, x, sla float64) {
+	s.setFeature(f, squash(x/sla), known(x) && !math.IsNaN(sla))
+}
+
+// setTask writes every feature that does not depend on the queue: the
+// task's own, its class's and the node's.
+func (s *State) setTask(in *Inputs) {
+	s.setFeature(FeatSLA, msRange.scale(in.SLAMs), known(in.SLAMs) && in.SLAMs > 0)
+	s.setFeature(FeatCost, msRange.scale(in.CostMs), known(in.CostMs))
+	s.setFeature(FeatClassP50, msRange.scale(in.ClassP50Ms), known(in.ClassP50Ms))
+	s.setFeature(FeatClassP99, msRange.scale(in.ClassP99Ms), known(in.ClassP99Ms))
+	s.setFeature(FeatAccelMem, in.AccelMemFill, known(in.AccelMemFill))
+	s.setFeature(FeatRunqP50, runqRange.scale(in.RunqP50Us), known(in.RunqP50Us))
+	s.setFeature(FeatRunqP99, runqRange.scale(in.RunqP99Us), known(in.RunqP99Us))
+	s.setFeature(FeatAcceptQueue, in.AcceptQueueFill, known(in.AcceptQueueFill))
+	s.setFeature(FeatBlkioP99, blkRange.scale(in.BlkioP99Us), known(in.BlkioP99Us))
+	s.setFeature(FeatCPUUtil, in.CPUUtil, known(in.CPUUtil))
 	if in.SyscallFeature {
-		set(FeatNetOrSyscall, sysRange.scale(in.SyscallP99Us), known(in.SyscallP99Us))
+		s.setFeature(FeatNetOrSyscall, sysRange.scale(in.SyscallP99Us), known(in.SyscallP99Us))
 	} else {
-		set(FeatNetOrSyscall, in.RetransFraction*20, known(in.RetransFraction))
+		s.setFeature(FeatNetOrSyscall, in.RetransFraction*20, known(in.RetransFraction))
 	}
-	set(FeatWaitP50, msRange.scale(in.WaitP50Ms), known(in.WaitP50Ms))
-	set(FeatWaitP99, msRange.scale(in.WaitP99Ms), known(in.WaitP99Ms))
-	sla := in.SLAMs
-	if !(known(sla) && sla > 0) {
-		sla = math.NaN() // every relative feature unknown
-	}
-	rel := func(f int, x float64) { set(f, squash(x/sla), known(x) && !math.IsNaN(sla)) }
-	rel(FeatCostOverSLA, in.CostMs)
-	rel(FeatClassP99OverSLA, in.ClassP99Ms)
-	rel(FeatWaitP99OverSLA, in.WaitP99Ms)
+	s.setFeature(FeatWaitP50, msRange.scale(in.WaitP50Ms), known(in.WaitP50Ms))
+	s.setFeature(FeatWaitP99, msRange.scale(in.WaitP99Ms), known(in.WaitP99Ms))
+	sla := slaOrNaN(in)
+	s.setRelative(FeatCostOverSLA, in.CostMs, sla)
+	s.setRelative(FeatClassP99OverSLA, in.ClassP99Ms, sla)
+	s.setRelative(FeatWaitP99OverSLA, in.WaitP99Ms, sla)
+}
+
+// SetQueue rewrites the features that depend on the queue (FeatQueue and
+// the three backlog features) from in, and leaves the others as they are.
+// The decision table computes a (class, SLA, cost) cell's state once and
+// only these per queue row: for a state s = Vector(x), s.SetQueue(in)
+// equals Vector(in) wherever in differs from x in QueueLen and InFlightMs
+// alone (TestSetQueueIsVectorsQueuePart). The others take most of
+// Vector's logarithms, and the table has a row per queue edge.
+func (s *State) SetQueue(in *Inputs) {
+	perWorker, ok := safeDiv(in.QueueLen, in.Workers)
+	s.setFeature(FeatQueue, math.Log2(1+perWorker)/math.Log2(1+queueRange), ok)
 	var top, fore, all float64
 	for level, ms := range in.InFlightMs {
 		all += ms
@@ -194,10 +225,10 @@ func Vector(in *Inputs) State {
 	if !(known(w) && w > 0) {
 		w = math.NaN()
 	}
-	rel(FeatBacklogTop, top/w)
-	rel(FeatBacklogFore, fore/w)
-	rel(FeatBacklogAll, all/w)
-	return s
+	sla := slaOrNaN(in)
+	s.setRelative(FeatBacklogTop, top/w, sla)
+	s.setRelative(FeatBacklogFore, fore/w, sla)
+	s.setRelative(FeatBacklogAll, all/w, sla)
 }
 
 // squash maps [0, ∞) onto [0, 1): x/(1+x).

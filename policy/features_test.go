@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -72,3 +73,74 @@ func TestRelativeFeatures(t *testing.T) {
 		}
 	}
 }
+
+// SetQueue recomputes exactly Vector's queue features: a state made for one
+// queue and moved to another equals the state made for the other, bit for
+// bit, whatever the other inputs are (unknown values included), and the
+// features that do not depend on the queue are left as they were.
+func TestSetQueueIsVectorsQueuePart(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	value := func() float64 {
+		switch rng.IntN(8) {
+		case 0:
+			return math.NaN()
+		case 1:
+			return -1
+		case 2:
+			return math.Inf(1)
+		case 3:
+			return 0
+		default:
+			return math.Exp(rng.Float64()*20 - 5)
+		}
+	}
+	queue := func(in *Inputs) {
+		in.QueueLen = value()
+		for lv := range in.InFlightMs {
+			in.InFlightMs[lv] = value()
+		}
+	}
+	queueFeature := map[int]bool{FeatQueue: true, FeatBacklogTop: true, FeatBacklogFore: true, FeatBacklogAll: true}
+	for n := 0; n < 5000; n++ {
+		in := Inputs{Workers: value(), SLAMs: value(), CostMs: value(), ClassP50Ms: value(), ClassP99Ms: value(),
+			AccelMemFill: rng.Float64(), RunqP50Us: value(), RunqP99Us: value(), AcceptQueueFill: rng.Float64(),
+			BlkioP99Us: value(), CPUUtil: rng.Float64(), RetransFraction: value(), SyscallP99Us: value(),
+			SyscallFeature: rng.IntN(2) == 0, WaitP50Ms: value(), WaitP99Ms: value()}
+		queue(&in)
+		s := Vector(&in)
+		before := s
+		queue(&in)
+		s.SetQueue(&in)
+		if want := Vector(&in); s != want {
+			t.Fatalf("inputs %+v: SetQueue gave %v, Vector %v", in, s, want)
+		}
+		for i := range s {
+			if !queueFeature[i] && s[i] != before[i] {
+				t.Fatalf("SetQueue changed %s: %v -> %v", FeatureNames[i], before[i], s[i])
+			}
+		}
+	}
+}
+
+// A state for another queue row: the whole vector against its queue part.
+func BenchmarkVector(b *testing.B) {
+	in := Inputs{QueueLen: 12, Workers: 4, SLAMs: 20, CostMs: 2, ClassP50Ms: 3, ClassP99Ms: 9, RunqP50Us: 40,
+		RunqP99Us: 900, BlkioP99Us: 4000, CPUUtil: 0.9, RetransFraction: 0.001, WaitP50Ms: 1, WaitP99Ms: 30,
+		InFlightMs: [NumActions]float64{100, 0, 0, 0, 30}}
+	b.Run("whole", func(b *testing.B) {
+		for b.Loop() {
+			in.QueueLen++
+			sink = Vector(&in)
+		}
+	})
+	b.Run("queue", func(b *testing.B) {
+		s := Vector(&in)
+		for b.Loop() {
+			in.QueueLen++
+			s.SetQueue(&in)
+		}
+		sink = s
+	})
+}
+
+var sink State
