@@ -97,7 +97,7 @@ func New(cfg Config) (a *Agent, err error) {
 	}
 	a = &Agent{
 		cfg: cfg, log: cfg.Logger, tracker: newTracker(cfg.TaskTimeout, cfg.MaxPending),
-		asm: state.NewAssembler(state.Config{Workers: cfg.Workers}), started: time.Now(),
+		asm: state.NewAssembler(state.Config{Workers: cfg.Workers, BlindKernel: cfg.AblateKernel}), started: time.Now(),
 	}
 	built := a // the named result is nil on an error return
 	defer func() {
@@ -105,6 +105,9 @@ func New(cfg Config) (a *Agent, err error) {
 			built.Close()
 		}
 	}()
+	if cfg.AblateKernel {
+		a.log.Warn("kernel features ablated: the policy decides without the kernel's signals (--ablate kernel, a measurement mode)")
+	}
 	if cfg.GoMemoryLimit > 0 {
 		limit := applyGoMemoryLimit(cfg.GoMemoryLimit)
 		a.log.Debug("Go memory limit", "bytes", limit, "from_environment", limit != cfg.GoMemoryLimit)

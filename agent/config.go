@@ -136,6 +136,14 @@ type Config struct {
 	// tasks; default 65536 (the oldest is timed out early beyond it).
 	TaskTimeout time.Duration
 	MaxPending  int
+	// AblateKernel serves the policy with the kernel features at their
+	// neutral values (state.Config.BlindKernel), to measure on real workers
+	// what reading the kernel is worth (`triage bench e2e --ablate kernel`
+	// runs an agent so beside the normal one). The probes still run and
+	// report on their own metrics; the state vector (what the policy, the
+	// feature gauges and the experience log see) holds the kernel features
+	// neutral, their source "none".
+	AblateKernel bool
 	// StateInterval is how often the node-state snapshot is refreshed; default 100ms.
 	StateInterval time.Duration
 	// TableInterval is how often a decision table that clients subscribe

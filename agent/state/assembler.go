@@ -37,6 +37,12 @@ type Config struct {
 	// AccelMemFill reports accelerator memory in use / total; nil means no
 	// accelerator (feature 5 is 0).
 	AccelMemFill func() float64
+	// BlindKernel leaves the kernel features (policy.KernelFeatures)
+	// unknown, so at their neutral values, whatever the signals say: the
+	// policy decides as on a node whose kernel says nothing. It is the
+	// agent's --ablate kernel, which measures on real workers what `triage
+	// eval --ablate kernel` measures in the simulator; not for serving.
+	BlindKernel bool
 }
 
 // Assembler builds state vectors. It does not track the queue: the caller
@@ -119,7 +125,7 @@ func (a *Assembler) NodeInputs(snap *signals.Snapshot, now time.Time) policy.Inp
 	if a.cfg.AccelMemFill != nil {
 		in.AccelMemFill = a.cfg.AccelMemFill()
 	}
-	if snap != nil {
+	if snap != nil && !a.cfg.BlindKernel {
 		in.RunqP50Us = float64(snap.RunQueue.Latency.P50Us)
 		in.RunqP99Us = float64(snap.RunQueue.Latency.P99Us)
 		in.AcceptQueueFill = float64(snap.Accept.Fill)

@@ -76,6 +76,11 @@ func (a *Assembler) sources(snap *signals.Snapshot) [policy.NumFeatures]Source {
 	} else {
 		s[policy.FeatNetOrSyscall] = kind(snap.TCP.Source)
 	}
+	if a.cfg.BlindKernel { // nothing feeds them, whatever the probes read
+		for _, f := range policy.KernelFeatures {
+			s[f] = SourceNone
+		}
+	}
 	s[policy.FeatWaitP50] = SourceOutcomes // latency − service_ms of reported outcomes
 	s[policy.FeatWaitP99] = SourceOutcomes
 	// The features relative to the SLA take their source from what they

@@ -132,3 +132,35 @@ func TestNetOrSyscallSourceFollowsTheSwitch(t *testing.T) {
 		t.Fatalf("watched syscalls from eBPF: feature 11 source %q", s.Source)
 	}
 }
+
+// BlindKernel (the agent's --ablate kernel) holds exactly the kernel
+// features at their neutral values, sourced by nothing, whatever the
+// snapshot says; every other feature is the one a seeing assembler makes.
+func TestBlindKernelNeutralisesTheKernelFeaturesAlone(t *testing.T) {
+	now := time.Unix(1000, 0)
+	snap := withSources(knownSnapshot(), signals.SourceEBPF, signals.SourceNetlink, signals.SourceProcfs,
+		signals.SourceEBPF, signals.SourceEBPF, signals.SourceProcfs)
+	seeing := NewAssembler(Config{Workers: 4}).Features(snap, 4, now)
+	blind := NewAssembler(Config{Workers: 4, BlindKernel: true}).Features(snap, 4, now)
+	kernel := map[int]bool{}
+	for _, f := range policy.KernelFeatures {
+		kernel[f] = true
+	}
+	moved := 0
+	for i := range blind {
+		switch {
+		case kernel[i]:
+			if blind[i] != (Feature{Value: policy.Neutral[i], Source: SourceNone}) {
+				t.Errorf("blind %s = %+v, want neutral %v from none", policy.FeatureNames[i], blind[i], policy.Neutral[i])
+			}
+			if seeing[i].Value != policy.Neutral[i] {
+				moved++
+			}
+		case blind[i] != seeing[i]:
+			t.Errorf("blind %s = %+v, the seeing assembler's %+v", policy.FeatureNames[i], blind[i], seeing[i])
+		}
+	}
+	if moved == 0 {
+		t.Fatal("the snapshot leaves every kernel feature neutral: the test shows nothing")
+	}
+}

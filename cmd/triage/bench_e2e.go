@@ -36,12 +36,17 @@ func runBenchE2E(args []string) error {
 	measureDisk := fs.Bool("measure-disk", true, "for a scenario that writes to the disk, measure the disk's levels first (about 30 s: the calibration's writer counts, on --io-dir) and count the runs' I/O in its uncontended write")
 	simulate := fs.Bool("simulate", true, "after runs at --scale 1, simulate the same policies and arrivals (triage eval) on the committed calibration and on the disk measured, and print real beside simulated")
 	agentFirst := fs.Bool("agent-first", false, "run the agent right after FIFO, before the baselines (default: last); comparing both orders shows how much of a difference the node's drift over the bench makes")
+	ablate := fs.String("ablate", "", "kernel: after the agent's run, run the same arrivals through a second agent blind to the kernel (--ablate kernel: the same model and guard, every kernel feature at its neutral value), row agent-ablated: what reading the kernel is worth on these workers")
 	nodeOut := fs.String("node-out", "", "write the calibration of the disk measured (the committed one with its io levels measured again) here, for `triage eval --calibration`")
 	if done, err := parseCommandFlags(fs, args); done {
 		return err
 	}
 	if *scenario == "" {
 		return errors.New("--scenario is required")
+	}
+	ablateKernel, err := parseAblate(*ablate)
+	if err != nil {
+		return err
 	}
 	if *decide != e2e.DecideLocal && *decide != e2e.DecideRemote {
 		return fmt.Errorf("--decide %q: want %s or %s", *decide, e2e.DecideLocal, e2e.DecideRemote)
@@ -75,8 +80,8 @@ func runBenchE2E(args []string) error {
 	rep, err := e2e.Bench(ctx, e2e.BenchConfig{
 		Scenario: sc, Seed: *seed, TimeScale: *scale, CPUTime: *cpuTime, Baseline: *baseline,
 		AgentBin: *agentBin, Model: *model, NoEBPF: *noEBPF, DecideConcurrency: *concurrency, Decide: *decide, KeepDir: *keep, IODir: *ioDir, IOWriteMs: unit,
-		AgentFirst: *agentFirst,
-		OnRun:      func(r *e2e.Result) { fmt.Println(r) },
+		AgentFirst: *agentFirst, AblateKernel: ablateKernel,
+		OnRun: func(r *e2e.Result) { fmt.Println(r) },
 	})
 	if err != nil {
 		return err
@@ -107,6 +112,11 @@ func runBenchE2E(args []string) error {
 		fmt.Println()
 	}
 	writeClassLevels(os.Stdout, sc, rep.Agent)
+	if rep.AgentAblated != nil {
+		fmt.Println("\nthe agent blind to the kernel (agent-ablated):")
+		fmt.Println()
+		writeClassLevels(os.Stdout, sc, rep.AgentAblated)
+	}
 	if len(rep.Simulated) > 0 {
 		fmt.Println("\nthe same policies and arrivals in the simulator (triage eval, one seed):")
 		fmt.Println()

@@ -64,11 +64,15 @@ func simulateBench(sc *train.Scenario, seed int64, model string, rep *e2e.Report
 	defer sess.Close()
 	var out []e2e.Simulated
 	for _, nd := range nodes {
-		rows, _, err := modelRows(sess, guard.DefaultController, guard.DefaultConfig(), false)
+		ablated := rep.AgentAblated != nil
+		rows, _, err := modelRows(sess, guard.DefaultController, guard.DefaultConfig(), ablated)
 		if err != nil {
 			return nil, err
 		}
 		pols := []train.Policy{rows[0]}
+		if ablated {
+			pols = append(pols, rows[len(rows)-1]) // dqn-ablated
+		}
 		for _, b := range train.Baselines(sc) {
 			if _, ok := rep.Evaluation.Policies[b.Name()]; ok {
 				pols = append(pols, b)
@@ -81,8 +85,11 @@ func simulateBench(sc *train.Scenario, seed int64, model string, rep *e2e.Report
 		s := e2e.Simulated{Node: nd.name, SLAAttainment: map[string]float64{}}
 		for label := range rep.Evaluation.Policies {
 			sim := label
-			if label == "agent" {
+			switch label {
+			case "agent":
 				sim = "dqn"
+			case "agent-ablated":
+				sim = "dqn-ablated"
 			}
 			if m, ok := ev.Policies[sim]; ok {
 				s.SLAAttainment[label] = m.SLAAttainment

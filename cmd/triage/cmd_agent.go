@@ -35,6 +35,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	var guardRange bool
 	var keepUrgent, minAdvantage float64
 	var mallocArenas int
+	var ablate string
 	fs.StringVar(&cfg.QUICAddr, "quic-addr", "", `UDP address of the QUIC endpoint ("" = 127.0.0.1:4433, or :4433 with client authentication)`)
 	fs.StringVar(&tcpAddr, "tcp-addr", tcpAddrAuto, `TCP address of gRPC and JSON over HTTP/1.1 and HTTP/2 ("`+tcpAddrAuto+`" = the --quic-addr host and port number; "" = no TCP listener)`)
 	fs.StringVar(&cfg.AdminAddr, "admin-addr", agent.DefaultAdminAddr, "TCP address of the admin HTTP server (/metrics /healthz /readyz /flamegraphs)")
@@ -82,12 +83,17 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.Float64Var(&keepUrgent, "guard-keep-urgent-ms", guard.DefaultKeepUrgentMs, "the model never sends to the background a task whose SLA is under this while the guard's controller admits it (0: off)")
 	fs.Float64Var(&minAdvantage, "guard-min-advantage", guard.DefaultMinAdvantage, "the model's priority stands only where its mean Q-value beats the guard controller's level by at least this much, else the controller's level (0: off)")
 	fs.BoolVar(&cfg.NoEBPF, "no-ebpf", false, "use no eBPF probe: node signals from procfs only")
+	fs.StringVar(&ablate, "ablate", "", "kernel: serve the policy with every kernel feature at its neutral value, to measure what reading the kernel is worth (not for production)")
 	fs.BoolVar(&cfg.ProbeCPUStats, "probe-cpu-stats", false, "measure the probes' in-kernel CPU time (triage_probe_cpu_seconds_total); costs two clock reads per BPF program run")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&logFormat, "log-format", "text", "text (key=value) or json (one object a line)")
 	addConfigFlag(fs)
 	finish := func() error {
 		if err := limits.check(); err != nil {
+			return err
+		}
+		var err error
+		if cfg.AblateKernel, err = parseAblate(ablate); err != nil {
 			return err
 		}
 		if mallocArenas < 0 {
@@ -108,7 +114,6 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 			cfg.TCPAddr = tcpAddr
 		}
 		cfg.CertHosts = append(splitList(nodeIP+","+podIP), splitList(sans)...)
-		var err error
 		if cfg.ExperienceOptions.SegmentBytes, err = parseBytes(expSeg); err != nil {
 			return fmt.Errorf("--experience-segment-bytes: %w", err)
 		}

@@ -25,7 +25,7 @@ func TestAgentHelpDocumentsEveryFlag(t *testing.T) {
 		"tls-cert", "tls-key", "insecure-listen-any", "experience-dir", "flamegraph-dir", "flamegraph-interval", "shadow-model",
 		"batch-window", "workers", "task-timeout", "no-ebpf", "node-name", "tcp-addr", "token-file", "admin-tls", "admin-auth-all",
 		"node-ip", "pod-ip", "tls-san", "log-format", "guard", "guard-min-agreement", "guard-out-of-range", "guard-keep-urgent-ms", "guard-min-advantage",
-		"max-conns", "max-conns-per-addr", "max-new-conns-per-addr", "max-streams-per-conn", "table-interval", "table-max-cells"} {
+		"max-conns", "max-conns-per-addr", "max-new-conns-per-addr", "max-streams-per-conn", "table-interval", "table-max-cells", "ablate"} {
 		if !strings.Contains(help, "--"+name+" ") && !strings.Contains(help, "--"+name+"\n") {
 			t.Errorf("help lacks --%s", name)
 		}
@@ -254,6 +254,29 @@ func TestChartCommentedConfigKeysAreAgentFlags(t *testing.T) {
 		}
 		if err != nil {
 			t.Errorf("values.yaml example %q: %v", ex, err)
+		}
+	}
+}
+
+// --ablate kernel makes the agent blind to the kernel; nothing else is an
+// ablation, and the default sees.
+func TestAgentAblateFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+		err  bool
+	}{{nil, false, false}, {[]string{"--ablate", "kernel"}, true, false}, {[]string{"--ablate", "queue"}, false, true}} {
+		var cfg agent.Config
+		fs, finish := agentFlags(&cfg)
+		if err := parseFlagsFrom(fs, c.args, envOf(nil), filesOf(nil)); err != nil {
+			t.Fatal(err)
+		}
+		err := finish()
+		if (err != nil) != c.err || err != nil && !strings.Contains(err.Error(), "--ablate") {
+			t.Errorf("%q: %v, want an error naming --ablate: %v", c.args, err, c.err)
+		}
+		if cfg.AblateKernel != c.want {
+			t.Errorf("%q: AblateKernel %v, want %v", c.args, cfg.AblateKernel, c.want)
 		}
 	}
 }

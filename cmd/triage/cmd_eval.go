@@ -54,8 +54,9 @@ func runEval(args []string) error {
 		}
 		node.Calibration = cal
 	}
-	if *ablate != "" && *ablate != "kernel" {
-		return fmt.Errorf("--ablate %q: the only ablation is kernel", *ablate)
+	ablateKernel, err := parseAblate(*ablate)
+	if err != nil {
+		return err
 	}
 	if *tune != "" {
 		all, err := loadScenarios(scenarios)
@@ -72,7 +73,6 @@ func runEval(args []string) error {
 	}
 	cfg := policy.Config{Device: *device, LibraryPath: *lib}
 	var sess *policy.Session
-	var err error
 	if *model != "" {
 		sess, err = policy.LoadFile(*model, cfg)
 	} else {
@@ -100,7 +100,7 @@ func runEval(args []string) error {
 	gcfg.MinAdvantage = float32(*minAdv)
 	gcfg.KeepUrgentMs = *keepUrgent
 	for _, sc := range all {
-		rows, guarded, err := modelRows(sess, *guardName, gcfg, *ablate == "kernel")
+		rows, guarded, err := modelRows(sess, *guardName, gcfg, ablateKernel)
 		if err != nil {
 			return err
 		}

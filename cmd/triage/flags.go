@@ -223,3 +223,15 @@ func defaultText(f *flag.Flag) string {
 	}
 	return f.DefValue
 }
+
+// parseAblate reads an --ablate flag of eval, the agent or bench e2e:
+// "kernel" (every kernel feature at its neutral value) or "" (none).
+func parseAblate(v string) (kernel bool, err error) {
+	switch v {
+	case "":
+		return false, nil
+	case "kernel":
+		return true, nil
+	}
+	return false, fmt.Errorf("--ablate %q: the only ablation is kernel", v)
+}

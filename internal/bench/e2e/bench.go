@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,13 @@ type BenchConfig struct {
 	// writeback of the runs before, its drift), so comparing the two
 	// orders shows how much of a difference is the order's.
 	AgentFirst bool
+	// AblateKernel adds a run after the agent's: the same arrivals decided
+	// by a second agent process started with --ablate kernel (the same
+	// model and guard, every kernel feature at its neutral value), labelled
+	// "agent-ablated". The difference between the two agent rows is what
+	// reading the kernel is worth on these workers, as `triage eval
+	// --ablate kernel` measures it in the simulator.
+	AblateKernel bool
 	// OnRun, when set, receives each run as it finishes, in run order.
 	OnRun func(*Result)
 }
@@ -62,9 +70,11 @@ type BenchConfig struct {
 // the agent process cost.
 type Report struct {
 	FIFO, Agent *Result
-	Rules       []*Result // the in-process baselines, in run order
-	Evaluation  *train.Evaluation
-	Stats       AgentStats
+	// AgentAblated is the run of BenchConfig.AblateKernel (nil without it).
+	AgentAblated *Result
+	Rules        []*Result // the in-process baselines, in run order
+	Evaluation   *train.Evaluation
+	Stats        AgentStats
 	// Simulated, when the caller filled it, is the same policies and
 	// arrivals in the simulator, once per node (the "simulated" array of
 	// the JSON line).
@@ -167,10 +177,11 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--keep-dir: %w", err)
 	}
-	ag, err := agentproc.Start(ctx, agentproc.Config{
+	agentCfg := agentproc.Config{
 		Bin: c.AgentBin, Dir: dir, Model: c.Model, NoEBPF: c.NoEBPF,
 		ExtraArgs: []string{"--workers", strconv.Itoa(sc.Workers)}, ErrorLog: os.Stderr,
-	})
+	}
+	ag, err := agentproc.Start(ctx, agentCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +230,12 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 	if st, err := experience.ReadDirWith(filepath.Join(dir, "experience"), experience.ReadOptions{}, nil); err == nil {
 		records = st.Records
 	}
+	if c.AblateKernel {
+		if rep.AgentAblated, err = runAblated(ctx, c, base, agentCfg); err != nil {
+			return nil, err
+		}
+		onRun(rep.AgentAblated)
+	}
 
 	ev := &train.Evaluation{Scenario: sc.Name, Order: []string{"fifo"}, Policies: map[string]train.Metrics{"fifo": rep.FIFO.Metrics, "agent": res.Metrics}, Periods: sc.Periods()}
 	for _, r := range rep.Rules {
@@ -226,6 +243,10 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		ev.Policies[r.Label] = r.Metrics
 	}
 	ev.Order = append(ev.Order, "agent")
+	if rep.AgentAblated != nil {
+		ev.Order = append(ev.Order, rep.AgentAblated.Label)
+		ev.Policies[rep.AgentAblated.Label] = rep.AgentAblated.Metrics
+	}
 	rep.Evaluation = ev
 	rep.Stats = AgentStats{
 		GoodputRatio: round3(rep.GoodputRatio()),
@@ -349,6 +370,30 @@ func runAgent(ctx context.Context, c BenchConfig, base Config, ag *agentproc.Pro
 	st.u1, _ = ag.Usage()
 	st.scraped = readScrape(ag.Scrape())
 	return st, nil
+}
+
+// runAblated is BenchConfig.AblateKernel's run: a second agent process,
+// started as the first was but blind to the kernel, in a directory of its
+// own, stopped when the run ends. The first is stopped by then, so the two
+// never share the node, and its own figures (CPU, RSS, decisions) are the
+// ones the report gives.
+func runAblated(ctx context.Context, c BenchConfig, base Config, cfg agentproc.Config) (*Result, error) {
+	cfg.Dir = filepath.Join(cfg.Dir, "ablated")
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("the ablated agent's directory: %w", err)
+	}
+	cfg.ExtraArgs = append(slices.Clone(cfg.ExtraArgs), "--ablate", "kernel")
+	ag, err := agentproc.Start(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("starting the ablated agent: %w", err)
+	}
+	defer ag.Stop()
+	base.Label = "agent-ablated"
+	st, err := runAgent(ctx, c, base, ag)
+	if err != nil {
+		return nil, fmt.Errorf("ablated %w", err)
+	}
+	return st.res, nil
 }
 
 // cpuPercent is the CPU the process used between two readings, in percent

@@ -11,7 +11,9 @@ import (
 
 // Bench runs FIFO, the baselines, then the agent; with AgentFirst the
 // agent right after FIFO. Either way the agent's CPU is reported while it
-// served and while it served no one (the FIFO run).
+// served and while it served no one (the FIFO run). AblateKernel adds a
+// last run by a second agent blind to the kernel, in the evaluation as
+// agent-ablated, the report's figures staying the first agent's.
 func TestBenchRunsTheAgentLastOrFirst(t *testing.T) {
 	bin := testenv.BuildTriage(t)
 	sc, err := train.LoadScenario(smallScenario)
@@ -19,15 +21,16 @@ func TestBenchRunsTheAgentLastOrFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		first bool
-		want  []string
+		first, ablate bool
+		want          []string
 	}{
-		{false, []string{"fifo", "reserve-rule", "agent"}},
-		{true, []string{"fifo", "agent", "reserve-rule"}},
+		{false, false, []string{"fifo", "reserve-rule", "agent"}},
+		{true, false, []string{"fifo", "agent", "reserve-rule"}},
+		{false, true, []string{"fifo", "reserve-rule", "agent", "agent-ablated"}},
 	} {
 		var order []string
 		rep, err := Bench(context.Background(), BenchConfig{
-			Scenario: sc, TimeScale: 1, Baseline: "reserve-rule", AgentBin: bin, NoEBPF: true, AgentFirst: tc.first,
+			Scenario: sc, TimeScale: 1, Baseline: "reserve-rule", AgentBin: bin, NoEBPF: true, AgentFirst: tc.first, AblateKernel: tc.ablate,
 			OnRun: func(r *Result) { order = append(order, r.Label) },
 		})
 		if err != nil {
@@ -39,6 +42,19 @@ func TestBenchRunsTheAgentLastOrFirst(t *testing.T) {
 		n := len(sc.Arrivals(sc.Seed))
 		if rep.Agent == nil || rep.Agent.Label != "agent" || rep.Agent.Metrics.Tasks != n || rep.Stats.Decisions != n {
 			t.Errorf("AgentFirst %v: the agent's run is not the report's: %+v, %d decisions", tc.first, rep.Agent, rep.Stats.Decisions)
+		}
+		// The table lists the agent after the baselines whatever the order
+		// of the runs, and the ablated agent after it.
+		rows := []string{"fifo", "reserve-rule", "agent"}
+		if tc.ablate {
+			rows = append(rows, "agent-ablated")
+		}
+		if !slices.Equal(rep.Evaluation.Order, rows) {
+			t.Errorf("AgentFirst %v: evaluation rows %q, want %q", tc.first, rep.Evaluation.Order, rows)
+		}
+		if ab := rep.AgentAblated; tc.ablate != (ab != nil) || ab != nil && (ab.Label != "agent-ablated" || ab.Metrics.Tasks != n ||
+			rep.Evaluation.Policies["agent-ablated"].Tasks != n || rep.Evaluation.Policies["agent"].SLAAttainment != rep.Agent.Metrics.SLAAttainment) {
+			t.Errorf("AblateKernel %v: ablated run %+v", tc.ablate, ab)
 		}
 		t.Logf("AgentFirst %v: agent CPU %.3f%% serving, %.3f%% idle", tc.first, rep.Stats.CPUPercent, rep.Stats.IdleCPUPercent)
 		// Serving every task costs the agent more than serving no one:
