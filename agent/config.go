@@ -141,8 +141,8 @@ type Config struct {
 	// what reading the kernel is worth (`triage bench e2e --ablate kernel`
 	// runs an agent so beside the normal one). The probes still run and
 	// report on their own metrics; the state vector (what the policy, the
-	// feature gauges and the experience log see) holds the kernel features
-	// neutral, their source "none".
+	// feature gauges, the node-state stream and the experience log see)
+	// holds the kernel features neutral, their source "none".
 	AblateKernel bool
 	// StateInterval is how often the node-state snapshot is refreshed; default 100ms.
 	StateInterval time.Duration
