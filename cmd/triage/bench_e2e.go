@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
 	"github.com/triage-agent/triage/internal/bench/e2e"
-	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/train"
 )
 
@@ -59,10 +57,10 @@ func runBenchE2E(args []string) error {
 		return err
 	}
 	ctx := context.Background()
-	nodes := []simNode{{"committed", train.DefaultCalibration()}}
+	nodes := []e2e.SimNode{{Name: "committed", Cal: train.DefaultCalibration()}}
 	var unit float64
 	if *measureDisk && sc.DoesIO() {
-		cal, b, err := measureNodeDisk(ctx, *ioDir, func(s string) { fmt.Fprintln(os.Stderr, "measuring the disk:", s) })
+		cal, b, err := e2e.MeasureNodeDisk(ctx, *ioDir, func(s string) { fmt.Fprintln(os.Stderr, "measuring the disk:", s) })
 		if err != nil {
 			return err
 		}
@@ -71,9 +69,9 @@ func runBenchE2E(args []string) error {
 				return fmt.Errorf("--node-out: %w", err)
 			}
 		}
-		nodes = append(nodes, simNode{"this", cal})
+		nodes = append(nodes, e2e.SimNode{Name: "this", Cal: cal})
 		unit = cal.IO[0].WriteMs
-		writeDiskLevels(os.Stdout, cal)
+		e2e.WriteDiskLevels(os.Stdout, cal)
 	} else if *nodeOut != "" {
 		return errors.New("--node-out: nothing measured (the scenario writes nothing, or --measure-disk=false)")
 	}
@@ -90,7 +88,7 @@ func runBenchE2E(args []string) error {
 	// shortens the tasks' CPU work and SLAs but not the disk's writes, so
 	// only a run at --scale 1 is compared with it.
 	if *simulate && rep.FIFO.TimeScale == 1 {
-		sims, err := simulateBench(sc, *seed, *model, rep, nodes)
+		sims, err := e2e.Simulate(sc, *seed, *model, rep, nodes)
 		if err != nil {
 			return fmt.Errorf("simulating the bench's policies: %w", err)
 		}
@@ -111,16 +109,16 @@ func runBenchE2E(args []string) error {
 		}
 		fmt.Println()
 	}
-	writeClassLevels(os.Stdout, sc, rep.Agent)
+	e2e.WriteClassLevels(os.Stdout, sc, rep.Agent)
 	if rep.AgentAblated != nil {
 		fmt.Println("\nthe agent blind to the kernel (agent-ablated):")
 		fmt.Println()
-		writeClassLevels(os.Stdout, sc, rep.AgentAblated)
+		e2e.WriteClassLevels(os.Stdout, sc, rep.AgentAblated)
 	}
 	if len(rep.Simulated) > 0 {
 		fmt.Println("\nthe same policies and arrivals in the simulator (triage eval, one seed):")
 		fmt.Println()
-		writeSimulatedMarkdown(os.Stdout, rep)
+		rep.WriteSimulatedMarkdown(os.Stdout)
 	} else if *simulate {
 		fmt.Printf("\n(no simulated column: the run's clock is ×%.3f, and the simulator's is the scenario's own; run with --scale 1 to compare)\n", rep.FIFO.TimeScale)
 	}
@@ -136,27 +134,4 @@ func runBenchE2E(args []string) error {
 		return printOwnJSONLine(os.Stdout, rep)
 	}
 	return nil
-}
-
-// writeClassLevels prints, per class, the agent run's SLA attainment (its
-// Metrics.PerClass) and how many of the class's tasks got each priority:
-// where real execution parts from the simulator, this says whether the
-// decisions or the execution moved.
-func writeClassLevels(w io.Writer, sc *train.Scenario, res *e2e.Result) {
-	type row struct {
-		n      int
-		levels [policy.NumActions]int
-	}
-	rows := make([]row, len(sc.Classes))
-	for i := range res.Outcomes {
-		o := &res.Outcomes[i]
-		rows[o.Class].n++
-		rows[o.Class].levels[o.Level]++
-	}
-	fmt.Fprintln(w, "| class | tasks | SLA attainment | priority 0 / 1 / 2 / 3 / 4 |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | --- |")
-	for c, r := range rows {
-		name := sc.Classes[c].Name
-		fmt.Fprintf(w, "| %s | %d | %.4f | %d / %d / %d / %d / %d |\n", name, r.n, res.Metrics.PerClass[name], r.levels[0], r.levels[1], r.levels[2], r.levels[3], r.levels[4])
-	}
 }

@@ -171,38 +171,13 @@ func runEval(args []string) error {
 	return nil
 }
 
-// modelRows are the model's rows of an evaluation: dqn, the model through
-// its guard as the agent serves it; dqn-unguarded, the network alone (when
-// there is a guard); dqn-ablated, the guarded model blind to the kernel.
-// The guarded policy is returned for its counts.
+// modelRows are train.ModelRows with a bad guard named as the flag.
 func modelRows(sess policy.Decider, guardName string, cfg guard.Config, ablate bool) ([]train.Policy, *train.GuardedPolicy, error) {
-	if guardName == "none" {
-		rows := []train.Policy{&train.DeciderPolicy{Label: "dqn", Decider: sess}}
-		if ablate {
-			rows = append(rows, &train.DeciderPolicy{Label: "dqn-ablated", Decider: &train.AblatedDecider{Decider: sess, Off: policy.KernelFeatures}})
-		}
-		return rows, nil, nil
-	}
-	mk := func(label string, d policy.Decider) (*train.GuardedPolicy, error) {
-		g, err := evalGuard(guardName, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return train.NewGuardedPolicy(label, d, g), nil
-	}
-	dqn, err := mk("dqn", sess)
+	rows, guarded, err := train.ModelRows(sess, guardName, cfg, ablate)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("--guard: %w", err)
 	}
-	rows := []train.Policy{dqn, &train.DeciderPolicy{Label: "dqn-unguarded", Decider: sess}}
-	if ablate {
-		abl, err := mk("dqn-ablated", &train.AblatedDecider{Decider: sess, Off: policy.KernelFeatures})
-		if err != nil {
-			return nil, nil, err
-		}
-		rows = append(rows, abl)
-	}
-	return rows, dqn, nil
+	return rows, guarded, nil
 }
 
 // summary is the mean of each policy's metrics over many scenarios.
@@ -302,10 +277,7 @@ func runTune(which string, scenarios []*train.Scenario) error {
 // controller state, so every guarded row and the replay get their own);
 // nil for "none".
 func evalGuard(name string, cfg guard.Config) (*guard.Guard, error) {
-	if name == "none" {
-		return nil, nil
-	}
-	g, err := guard.Named(name, cfg)
+	g, err := train.NamedGuard(name, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("--guard: %w", err)
 	}

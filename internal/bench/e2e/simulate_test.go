@@ -1,14 +1,12 @@
-package main
+package e2e
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/triage-agent/triage/internal/bench/e2e"
 	"github.com/triage-agent/triage/train"
 )
 
@@ -27,14 +25,14 @@ func slowerDisk(cal *train.Calibration) *train.Calibration {
 // eval's guarded dqn, through ONNX Runtime) on each node, and is what
 // `triage eval` gives for the same scenario and seed.
 func TestSimulatedColumnIsEvalOnEachNode(t *testing.T) {
-	sc, err := train.LoadScenario(filepath.Join("..", "..", "testdata", "scenarios", "intf-io-backup.json"))
+	sc, err := train.LoadScenario(filepath.Join("..", "..", "..", "testdata", "scenarios", "intf-io-backup.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := &e2e.Report{Evaluation: &train.Evaluation{Order: []string{"fifo", "reserve-rule", "agent"},
+	rep := &Report{Evaluation: &train.Evaluation{Order: []string{"fifo", "reserve-rule", "agent"},
 		Policies: map[string]train.Metrics{"fifo": {SLAAttainment: 0.5}, "reserve-rule": {SLAAttainment: 0.75}, "agent": {SLAAttainment: 0.8}}}}
 	committed := train.DefaultCalibration()
-	sims, err := simulateBench(sc, 0, "", rep, []simNode{{"committed", committed}, {"slow", slowerDisk(committed)}})
+	sims, err := Simulate(sc, 0, "", rep, []SimNode{{Name: "committed", Cal: committed}, {Name: "slow", Cal: slowerDisk(committed)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +65,7 @@ func TestSimulatedColumnIsEvalOnEachNode(t *testing.T) {
 
 	rep.Simulated = sims
 	var b bytes.Buffer
-	writeSimulatedMarkdown(&b, rep)
+	rep.WriteSimulatedMarkdown(&b)
 	out := b.String()
 	for _, want := range []string{"simulated, committed node", "simulated, slow node", "| fifo | 0.5000 |", "| agent | 0.8000 |"} {
 		if !strings.Contains(out, want) {
@@ -78,22 +76,4 @@ func TestSimulatedColumnIsEvalOnEachNode(t *testing.T) {
 		t.Errorf("table lacks %q:\n%s", want, out)
 	}
 	t.Logf("\n%s", out)
-}
-
-// A node this machine cannot give is refused before the disk is measured
-// (30 s), and --node-out without a measurement is an error, not an empty
-// file.
-func TestBenchE2ERefusesBeforeMeasuring(t *testing.T) {
-	dir := t.TempDir()
-	big := writeScenario(t, t.TempDir(), `{"name":"big","seed":3,"duration_s":5,"workers":2,"node":{"cpus":4096},
-	 "arrival":{"process":"poisson","rate_per_s":50},
-	 "classes":[{"name":"a","share":1,"sla_ms":30,"io_share":0.5,"cost_ms":{"dist":"exponential","mean":3}}]}`)
-	if err := runBenchE2E([]string{"--scenario", big}); !errors.Is(err, e2e.ErrTooManyCPUs) {
-		t.Errorf("node.cpus 4096: got %v, want ErrTooManyCPUs", err)
-	}
-	small := writeOneClassScenario(t, dir, "small.json", 5)
-	err := runBenchE2E([]string{"--scenario", small, "--node-out", filepath.Join(dir, "node.json")})
-	if err == nil || !strings.Contains(err.Error(), "--node-out") {
-		t.Errorf("--node-out on a scenario that writes nothing: got %v, want an error naming the flag", err)
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/triage-agent/triage/internal/bench/calibrate"
-	"github.com/triage-agent/triage/internal/bench/e2e"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/policy/defaultmodel"
 	"github.com/triage-agent/triage/policy/guard"
@@ -21,10 +20,10 @@ import (
 // bench. The issue's bar (simulator and real execution within 5 points) is
 // then read off one command's output, on the disk the runs met.
 
-// measureNodeDisk measures the disk levels of the committed calibration
+// MeasureNodeDisk measures the disk levels of the committed calibration
 // again in dir (calibrate.MeasureDisk), round-tripped through the file
 // format so the simulator reads what `--node-out` writes.
-func measureNodeDisk(ctx context.Context, dir string, progress func(string)) (*train.Calibration, []byte, error) {
+func MeasureNodeDisk(ctx context.Context, dir string, progress func(string)) (*train.Calibration, []byte, error) {
 	cal, err := calibrate.MeasureDisk(ctx, calibrate.Config{Dir: dir, NoBPF: os.Geteuid() != 0, Progress: progress}, train.DefaultCalibration())
 	if err != nil {
 		return nil, nil, fmt.Errorf("measuring the disk: %w", err)
@@ -40,16 +39,17 @@ func measureNodeDisk(ctx context.Context, dir string, progress func(string)) (*t
 	return cal, b, nil
 }
 
-// simNode is a node to simulate: a calibration and what to call it.
-type simNode struct {
-	name string
-	cal  *train.Calibration
+// SimNode is a node to simulate: a calibration and what to call it.
+type SimNode struct {
+	Name string
+	Cal  *train.Calibration
 }
 
-// simulateBench runs rep's policies in the simulator on sc with the bench's
+// Simulate runs rep's policies in the simulator on sc with the bench's
 // arrival seed, once per node: the agent's row is the model (file, or the
-// embedded one) through the agent's default guard, as `triage eval`'s dqn.
-func simulateBench(sc *train.Scenario, seed int64, model string, rep *e2e.Report, nodes []simNode) ([]e2e.Simulated, error) {
+// embedded one) through the agent's default guard, as `triage eval`'s dqn,
+// and the blind agent's (when rep has one) eval's dqn-ablated.
+func Simulate(sc *train.Scenario, seed int64, model string, rep *Report, nodes []SimNode) ([]Simulated, error) {
 	cfg := policy.Config{Device: "cpu"}
 	var sess *policy.Session
 	var err error
@@ -62,10 +62,10 @@ func simulateBench(sc *train.Scenario, seed int64, model string, rep *e2e.Report
 		return nil, err
 	}
 	defer sess.Close()
-	var out []e2e.Simulated
+	var out []Simulated
 	for _, nd := range nodes {
 		ablated := rep.AgentAblated != nil
-		rows, _, err := modelRows(sess, guard.DefaultController, guard.DefaultConfig(), ablated)
+		rows, _, err := train.ModelRows(sess, guard.DefaultController, guard.DefaultConfig(), ablated)
 		if err != nil {
 			return nil, err
 		}
@@ -78,11 +78,11 @@ func simulateBench(sc *train.Scenario, seed int64, model string, rep *e2e.Report
 				pols = append(pols, b)
 			}
 		}
-		ev, err := train.EvaluateSeedsOn(sc, []int64{seed}, train.EvalNode{Calibration: nd.cal}, pols...)
+		ev, err := train.EvaluateSeedsOn(sc, []int64{seed}, train.EvalNode{Calibration: nd.Cal}, pols...)
 		if err != nil {
-			return nil, fmt.Errorf("simulating on the %s node: %w", nd.name, err)
+			return nil, fmt.Errorf("simulating on the %s node: %w", nd.Name, err)
 		}
-		s := e2e.Simulated{Node: nd.name, SLAAttainment: map[string]float64{}}
+		s := Simulated{Node: nd.Name, SLAAttainment: map[string]float64{}}
 		for label := range rep.Evaluation.Policies {
 			sim := label
 			switch label {
@@ -100,10 +100,10 @@ func simulateBench(sc *train.Scenario, seed int64, model string, rep *e2e.Report
 	return out, nil
 }
 
-// writeSimulatedMarkdown prints, per policy, the real SLA attainment beside
-// each simulated one and the difference in points.
-func writeSimulatedMarkdown(w io.Writer, rep *e2e.Report) {
-	sims := rep.Simulated
+// WriteSimulatedMarkdown prints, per policy, the real SLA attainment beside
+// each simulated one (r.Simulated) and the difference in points.
+func (r *Report) WriteSimulatedMarkdown(w io.Writer) {
+	sims := r.Simulated
 	fmt.Fprint(w, "| policy | real |")
 	for _, s := range sims {
 		fmt.Fprintf(w, " simulated, %s node | real − simulated |", s.Node)
@@ -113,8 +113,8 @@ func writeSimulatedMarkdown(w io.Writer, rep *e2e.Report) {
 		fmt.Fprint(w, " ---: | ---: |")
 	}
 	fmt.Fprintln(w)
-	for _, label := range rep.Evaluation.Order {
-		real := rep.Evaluation.Policies[label].SLAAttainment
+	for _, label := range r.Evaluation.Order {
+		real := r.Evaluation.Policies[label].SLAAttainment
 		fmt.Fprintf(w, "| %s | %.4f |", label, real)
 		for _, s := range sims {
 			if v, ok := s.SLAAttainment[label]; ok {
@@ -127,8 +127,8 @@ func writeSimulatedMarkdown(w io.Writer, rep *e2e.Report) {
 	}
 }
 
-// writeDiskLevels prints the disk measured beside the committed one.
-func writeDiskLevels(w io.Writer, cal *train.Calibration) {
+// WriteDiskLevels prints the disk measured beside the committed one.
+func WriteDiskLevels(w io.Writer, cal *train.Calibration) {
 	def := train.DefaultCalibration()
 	fmt.Fprintf(w, "the disk, measured %s (committed %s):\n", cal.Machine.DiskMeasuredAt, def.Machine.MeasuredAt)
 	fmt.Fprintln(w, "writers  write+fsync ms  slowdown  (committed: ms, slowdown)")
@@ -137,4 +137,27 @@ func writeDiskLevels(w io.Writer, cal *train.Calibration) {
 		fmt.Fprintf(w, "%7d  %14.3f  %8.2f  (%.3f, %.2f)\n", l.Writers, l.WriteMs, l.Slowdown, c.WriteMs, c.Slowdown)
 	}
 	fmt.Fprintln(w)
+}
+
+// WriteClassLevels prints, per class, a run's SLA attainment (its
+// Metrics.PerClass) and how many of the class's tasks got each priority:
+// where real execution parts from the simulator, this says whether the
+// decisions or the execution moved.
+func WriteClassLevels(w io.Writer, sc *train.Scenario, res *Result) {
+	type row struct {
+		n      int
+		levels [policy.NumActions]int
+	}
+	rows := make([]row, len(sc.Classes))
+	for i := range res.Outcomes {
+		o := &res.Outcomes[i]
+		rows[o.Class].n++
+		rows[o.Class].levels[o.Level]++
+	}
+	fmt.Fprintln(w, "| class | tasks | SLA attainment | priority 0 / 1 / 2 / 3 / 4 |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | --- |")
+	for c, r := range rows {
+		name := sc.Classes[c].Name
+		fmt.Fprintf(w, "| %s | %d | %.4f | %d / %d / %d / %d / %d |\n", name, r.n, res.Metrics.PerClass[name], r.levels[0], r.levels[1], r.levels[2], r.levels[3], r.levels[4])
+	}
 }

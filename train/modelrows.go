@@ -1,0 +1,55 @@
+package train
+
+import (
+	"fmt"
+
+	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/guard"
+)
+
+// NamedGuard is the guard of the controller name (guard.Named) with cfg,
+// or nil for "none": what `triage eval --guard` and the agent's --guard
+// build.
+func NamedGuard(name string, cfg guard.Config) (*guard.Guard, error) {
+	if name == "none" {
+		return nil, nil
+	}
+	return guard.Named(name, cfg)
+}
+
+// ModelRows are a model's rows of an evaluation: dqn, the model through its
+// guard as the agent serves it; dqn-unguarded, the network alone (when there
+// is a guard); dqn-ablated, the guarded model blind to the kernel (when
+// ablate). The guarded policy is returned for its counts (nil without a
+// guard). Each row has a guard of its own: a guard holds its controller's
+// state.
+func ModelRows(sess policy.Decider, guardName string, cfg guard.Config, ablate bool) ([]Policy, *GuardedPolicy, error) {
+	blind := &AblatedDecider{Decider: sess, Off: policy.KernelFeatures}
+	if guardName == "none" {
+		rows := []Policy{&DeciderPolicy{Label: "dqn", Decider: sess}}
+		if ablate {
+			rows = append(rows, &DeciderPolicy{Label: "dqn-ablated", Decider: blind})
+		}
+		return rows, nil, nil
+	}
+	mk := func(label string, d policy.Decider) (*GuardedPolicy, error) {
+		g, err := NamedGuard(guardName, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("guard %q: %w", guardName, err)
+		}
+		return NewGuardedPolicy(label, d, g), nil
+	}
+	dqn, err := mk("dqn", sess)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows := []Policy{dqn, &DeciderPolicy{Label: "dqn-unguarded", Decider: sess}}
+	if ablate {
+		abl, err := mk("dqn-ablated", blind)
+		if err != nil {
+			return nil, nil, err
+		}
+		rows = append(rows, abl)
+	}
+	return rows, dqn, nil
+}
