@@ -205,7 +205,7 @@ const (
 	// DefaultGuard is the guard's controller (guard.DefaultController).
 	DefaultGuard = guard.DefaultController
 	// GuardNone turns the guard off.
-	GuardNone   = "none"
+	GuardNone   = guard.None
 	disabledDir = "-"
 )
 

@@ -19,10 +19,7 @@ import (
 
 // newGuard is the guard cfg asks for; nil when it is "none".
 func newGuard(cfg Config) (*guard.Guard, error) {
-	if cfg.Guard == GuardNone {
-		return nil, nil
-	}
-	return guard.Named(cfg.Guard, guard.Config{MinAgreement: float32(cfg.GuardMinAgreement), OutOfRange: !cfg.GuardIgnoreRange,
+	return guard.NamedOrNone(cfg.Guard, guard.Config{MinAgreement: float32(cfg.GuardMinAgreement), OutOfRange: !cfg.GuardIgnoreRange,
 		KeepUrgentMs: cfg.GuardKeepUrgentMs, MinAdvantage: float32(cfg.GuardMinAdvantage)})
 }
 

@@ -1,21 +1,9 @@
 package train
 
 import (
-	"fmt"
-
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/policy/guard"
 )
-
-// NamedGuard is the guard of the controller name (guard.Named) with cfg,
-// or nil for "none": what `triage eval --guard` and the agent's --guard
-// build.
-func NamedGuard(name string, cfg guard.Config) (*guard.Guard, error) {
-	if name == "none" {
-		return nil, nil
-	}
-	return guard.Named(name, cfg)
-}
 
 // ModelRows are a model's rows of an evaluation: dqn, the model through its
 // guard as the agent serves it; dqn-unguarded, the network alone (when there
@@ -25,7 +13,7 @@ func NamedGuard(name string, cfg guard.Config) (*guard.Guard, error) {
 // state.
 func ModelRows(sess policy.Decider, guardName string, cfg guard.Config, ablate bool) ([]Policy, *GuardedPolicy, error) {
 	blind := &AblatedDecider{Decider: sess, Off: policy.KernelFeatures}
-	if guardName == "none" {
+	if guardName == guard.None {
 		rows := []Policy{&DeciderPolicy{Label: "dqn", Decider: sess}}
 		if ablate {
 			rows = append(rows, &DeciderPolicy{Label: "dqn-ablated", Decider: blind})
@@ -33,9 +21,9 @@ func ModelRows(sess policy.Decider, guardName string, cfg guard.Config, ablate b
 		return rows, nil, nil
 	}
 	mk := func(label string, d policy.Decider) (*GuardedPolicy, error) {
-		g, err := NamedGuard(guardName, cfg)
+		g, err := guard.Named(guardName, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("guard %q: %w", guardName, err)
+			return nil, err
 		}
 		return NewGuardedPolicy(label, d, g), nil
 	}

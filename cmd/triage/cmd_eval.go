@@ -277,7 +277,7 @@ func runTune(which string, scenarios []*train.Scenario) error {
 // controller state, so every guarded row and the replay get their own);
 // nil for "none".
 func evalGuard(name string, cfg guard.Config) (*guard.Guard, error) {
-	g, err := train.NamedGuard(name, cfg)
+	g, err := guard.NamedOrNone(name, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("--guard: %w", err)
 	}

@@ -168,6 +168,18 @@ func New(c control.Controller, cfg Config) (*Guard, error) {
 	return &Guard{cfg: cfg, c: c}, nil
 }
 
+// None is the name that asks for no guard: every decision the network's.
+const None = "none"
+
+// NamedOrNone is Named, or nil (no guard) for None: what the agent's
+// --guard and `triage eval --guard` accept.
+func NamedOrNone(name string, cfg Config) (*Guard, error) {
+	if name == None {
+		return nil, nil
+	}
+	return Named(name, cfg)
+}
+
 // Named guards with the controller called name (control.GuardNames) under its
 // default parameters.
 func Named(name string, cfg Config) (*Guard, error) {

@@ -128,6 +128,7 @@ func TestGuardRefusesBadConfig(t *testing.T) {
 		"negative agreement": func() (*Guard, error) { return New(tightGradient2(), Config{MinAgreement: -0.1}) },
 		"NaN agreement":      func() (*Guard, error) { return New(tightGradient2(), Config{MinAgreement: float32(math.NaN())}) },
 		"unknown controller": func() (*Guard, error) { return Named("pid", DefaultConfig()) },
+		"unknown, or none":   func() (*Guard, error) { return NamedOrNone("pid", DefaultConfig()) },
 	} {
 		if _, err := f(); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("%s: %v, want ErrBadConfig", name, err)
@@ -138,6 +139,12 @@ func TestGuardRefusesBadConfig(t *testing.T) {
 		if err != nil || g.Controller() != name {
 			t.Errorf("Named(%q): %v", name, err)
 		}
+		if g, err := NamedOrNone(name, DefaultConfig()); err != nil || g.Controller() != name {
+			t.Errorf("NamedOrNone(%q): %v", name, err)
+		}
+	}
+	if g, err := NamedOrNone(None, DefaultConfig()); g != nil || err != nil {
+		t.Errorf("NamedOrNone(None) = %v, %v; want no guard and no error", g, err)
 	}
 }
 
