@@ -391,7 +391,7 @@ func runAblated(ctx context.Context, c BenchConfig, base Config, cfg agentproc.C
 	base.Label = "agent-ablated"
 	st, err := runAgent(ctx, c, base, ag)
 	if err != nil {
-		return nil, fmt.Errorf("ablated %w", err)
+		return nil, fmt.Errorf("the ablated agent: %w", err)
 	}
 	return st.res, nil
 }
