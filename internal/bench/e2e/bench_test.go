@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/triage-agent/triage/experience"
 	"github.com/triage-agent/triage/internal/testenv"
+	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/train"
 )
 
@@ -29,9 +32,10 @@ func TestBenchRunsTheAgentLastOrFirst(t *testing.T) {
 		{false, true, []string{"fifo", "reserve-rule", "agent", "agent-ablated"}},
 	} {
 		var order []string
+		keep := t.TempDir()
 		rep, err := Bench(context.Background(), BenchConfig{
 			Scenario: sc, TimeScale: 1, Baseline: "reserve-rule", AgentBin: bin, NoEBPF: true, AgentFirst: tc.first, AblateKernel: tc.ablate,
-			OnRun: func(r *Result) { order = append(order, r.Label) },
+			KeepDir: keep, OnRun: func(r *Result) { order = append(order, r.Label) },
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -56,6 +60,17 @@ func TestBenchRunsTheAgentLastOrFirst(t *testing.T) {
 			rep.Evaluation.Policies["agent-ablated"].Tasks != n || rep.Evaluation.Policies["agent"].SLAAttainment != rep.Agent.Metrics.SLAAttainment) {
 			t.Errorf("AblateKernel %v: ablated run %+v", tc.ablate, ab)
 		}
+		if tc.ablate {
+			// The second agent decided blind: every state it logged holds
+			// the kernel features neutral, where the first agent's read
+			// the node (procfs here: CPU utilisation at least).
+			if n := kernelFeaturesRead(t, filepath.Join(keep, "ablated", "experience")); n != 0 {
+				t.Errorf("the ablated agent logged %d states with a kernel feature read", n)
+			}
+			if n := kernelFeaturesRead(t, filepath.Join(keep, "experience")); n == 0 {
+				t.Error("the agent logged no state with a kernel feature read: the blind one's check shows nothing")
+			}
+		}
 		t.Logf("AgentFirst %v: agent CPU %.3f%% serving, %.3f%% idle", tc.first, rep.Stats.CPUPercent, rep.Stats.IdleCPUPercent)
 		// Serving every task costs the agent more than serving no one:
 		// an idle figure read over the wrong run (the agent's) fails this.
@@ -63,4 +78,24 @@ func TestBenchRunsTheAgentLastOrFirst(t *testing.T) {
 			t.Errorf("AgentFirst %v: agent CPU %.3f%% serving, %.3f%% idle", tc.first, rep.Stats.CPUPercent, rep.Stats.IdleCPUPercent)
 		}
 	}
+}
+
+// kernelFeaturesRead counts the experience records in dir whose state has
+// a kernel feature off its neutral value; a log with no record fails.
+func kernelFeaturesRead(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	st, err := experience.ReadDirWith(dir, experience.ReadOptions{}, func(r experience.Record) error {
+		for _, f := range policy.KernelFeatures {
+			if r.State[f] != policy.Neutral[f] {
+				n++
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil || st.Records == 0 {
+		t.Fatalf("reading the experience log in %s: %d records, %v", dir, st.Records, err)
+	}
+	return n
 }
