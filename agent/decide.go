@@ -253,7 +253,7 @@ func (a *Agent) refreshNode(now time.Time) {
 		Epoch: a.epoch.Add(1), UnixNano: now.UnixNano(), Features: vec[:], Sources: n.features.Sources(),
 		RunqP50Us: float32(orZero(n.inputs.RunqP50Us)), RunqP99Us: float32(orZero(n.inputs.RunqP99Us)),
 		QueueLen: uint32(qlen), QueueCap: uint32(a.asm.Workers()), CpuUtil: float32(orZero(n.inputs.CPUUtil)),
-		Node: a.cfg.NodeName,
+		Node: a.cfg.NodeName, BackgroundReserve: float32(policy.Reserve(&vec)),
 	}
 	if a.model != nil {
 		n.wire.Model = a.model.Version()

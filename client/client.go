@@ -33,6 +33,7 @@ type Client struct {
 
 	reconnects  atomic.Int64
 	remoteTasks atomic.Int64  // tasks decided by a call to the agent
+	reserve     reserveCell   // the latest background reserve the agent sent
 	local       *localDecider // nil unless Config.LocalDecisions
 }
 
@@ -280,6 +281,7 @@ func (c *Client) decideRemote(ctx context.Context, tasks []*wire.Task) (*wire.De
 		return nil, fmt.Errorf("%w: %d decisions for %d tasks", wire.ErrMalformed, len(resp.GetDecisions()), len(tasks))
 	}
 	c.remoteTasks.Add(int64(len(tasks)))
+	c.reserve.offer(resp.GetBackgroundReserve())
 	if c.local != nil {
 		c.local.remote.Add(int64(len(tasks)))
 	}

@@ -38,8 +38,15 @@ func sameRun(t *testing.T, what string, a, b []Outcome) {
 	}
 }
 
+// asServed is a controller with the background reserve the agent sends
+// beside every decision, whoever took it (policy.Reserve of the node
+// state): what a guard that takes every task serves.
+type asServed struct{ Controller }
+
+func (c asServed) Reserve(v *NodeView) float64 { return policy.Reserve(&v.State) }
+
 // Where the network is unsure of every task, the guarded policy runs
-// exactly as its controller alone: same levels, keys and finishes, every
+// exactly as its controller alone (with the agent's reserve): same levels, keys and finishes, every
 // decision counted as the guard's. Where it is sure of every task, it runs
 // exactly as the network alone. Either way the controller was told of
 // every task.
@@ -63,7 +70,7 @@ func TestGuardedPolicyIsItsControllerWhereUnsureAndTheNetworkWhereSure(t *testin
 		if err != nil {
 			t.Fatal(err)
 		}
-		alone, err := Run(sc, Controller{c}, SimConfig{})
+		alone, err := Run(sc, asServed{Controller{c}}, SimConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +121,7 @@ func TestGuardedPolicyWithAMarginIsTheControllerWhereTheNetworkIsBarelyAhead(t *
 	meta := policy.CurrentMetadata("test", "")
 	// Priority 3 by a Q of 1 over every other; reserve-rule never answers 3.
 	sure := policy.NewGoDecider(constNet([policy.NumActions]float32{3: 1}), meta)
-	alone, err := Run(sc, Controller{control.NewReserve(control.DefaultReserve)}, SimConfig{})
+	alone, err := Run(sc, asServed{Controller{control.NewReserve(control.DefaultReserve)}}, SimConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

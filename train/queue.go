@@ -112,8 +112,11 @@ func (q *priorityQueue) each(f func(i int)) {
 }
 
 // BackgroundReserve is how many of a node's workers level 0 (background)
-// leaves free for levels 1–4: one in four, so none on nodes with fewer than
-// four workers, where holding one back would idle too much of the node.
+// leaves free for levels 1–4 on a calm node: one in four
+// (policy.CalmReserve), so none on nodes with fewer than four workers,
+// where holding one back would idle too much of the node. A policy that
+// reads the kernel may ask for more while the node is contended
+// (Reserver, policy.Reserve).
 //
 // Why the tier exists: service is non-preemptive, so a 200 ms task that
 // takes the last free worker makes every 20 ms task that arrives behind it
@@ -122,13 +125,15 @@ func (q *priorityQueue) each(f func(i int)) {
 // goes from 0.79 to 0.96 SLA attainment for a class-based rule (see
 // docs/training.md), and deciding which tasks are background is part of
 // what the policy learns.
-func BackgroundReserve(workers int) int { return workers / 4 }
+func BackgroundReserve(workers int) int {
+	return policy.ReserveWorkers(policy.CalmReserve, workers)
+}
 
 // LowestLevel is the lowest level a free worker may start when busy of
-// the node's workers are serving: 0 while more than the reserve is free,
-// else 1.
-func LowestLevel(busy, workers int) int {
-	if workers-busy > BackgroundReserve(workers) {
+// the node's workers are serving and reserve of them are held back from
+// background work: 0 while more than the reserve is free, else 1.
+func LowestLevel(busy, workers, reserve int) int {
+	if workers-busy > reserve {
 		return 0
 	}
 	return 1
@@ -150,12 +155,14 @@ func (q *Queue) Push(i int) { q.q.push(i) }
 
 // Pop returns the task a free worker starts at nowMs with busy of
 // workers serving, or -1 when none may start (empty, or only background
-// work while the reserve is reached).
-func (q *Queue) Pop(nowMs float64, busy, workers int) int {
+// work while the reserve is reached). reserve is the share of the workers
+// background work leaves free (policy.Reserve, as the agent sends it;
+// policy.CalmReserve for an executor that is told none).
+func (q *Queue) Pop(nowMs float64, busy, workers int, reserve float64) int {
 	if q.q.Len() == 0 {
 		return -1
 	}
-	return q.q.pop(nowMs, LowestLevel(busy, workers))
+	return q.q.pop(nowMs, LowestLevel(busy, workers, policy.ReserveWorkers(reserve, workers)))
 }
 
 // Len is the number of queued tasks.

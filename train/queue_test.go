@@ -3,6 +3,8 @@ package train
 import (
 	"slices"
 	"testing"
+
+	"github.com/triage-agent/triage/policy"
 )
 
 // queueOf returns a Queue over tasks given as (level, deadline, expected).
@@ -21,7 +23,7 @@ func queueOf(keyOrdered bool, tasks ...[3]float64) (*Queue, *[]Outcome) {
 func drain(q *Queue, busy, workers int) []int {
 	var got []int
 	for {
-		i := q.Pop(0, busy, workers)
+		i := q.Pop(0, busy, workers, policy.CalmReserve)
 		if i < 0 {
 			return got
 		}
@@ -43,7 +45,7 @@ func TestQueueContract(t *testing.T) {
 	if got, want := drain(q, 2, 8), []int{2, 4, 1, 0, 3, 5}; !slices.Equal(got, want) {
 		t.Fatalf("served %v, want %v", got, want)
 	}
-	if q.Len() != 0 || q.Pop(0, 0, 8) != -1 {
+	if q.Len() != 0 || q.Pop(0, 0, 8, policy.CalmReserve) != -1 {
 		t.Fatal("an empty queue served a task")
 	}
 }
@@ -74,12 +76,16 @@ func TestBackgroundReserveScalesWithWorkers(t *testing.T) {
 			t.Errorf("BackgroundReserve(%d) = %d, want %d", c.workers, got, c.reserve)
 		}
 		// A node with every worker free always starts background work.
-		if LowestLevel(0, c.workers) != 0 {
+		if LowestLevel(0, c.workers, BackgroundReserve(c.workers)) != 0 {
 			t.Errorf("%d idle workers hold background work back", c.workers)
 		}
 	}
-	if LowestLevel(3, 4) != 1 || LowestLevel(2, 4) != 0 {
+	if LowestLevel(3, 4, 1) != 1 || LowestLevel(2, 4, 1) != 0 {
 		t.Error("4 workers: want background held back with one free, not with two")
+	}
+	// A contended node's reserve (half of 4) holds it back with two free.
+	if LowestLevel(2, 4, 2) != 1 || LowestLevel(1, 4, 2) != 0 {
+		t.Error("4 workers, 2 held back: want background held back with two free, not with three")
 	}
 }
 

@@ -153,6 +153,9 @@ type simulator struct {
 	// inFlight is the expected work (ms) decided and not finished at each
 	// level: features 17 to 19.
 	inFlight [policy.NumActions]float64
+	// reserve is the share of the workers background work leaves free:
+	// the latest decision's (Reserver), else policy.CalmReserve.
+	reserve float64
 }
 
 func newSimulator(sc *Scenario, cfg SimConfig, seed int64) *simulator {
@@ -160,7 +163,7 @@ func newSimulator(sc *Scenario, cfg SimConfig, seed int64) *simulator {
 	if cal == nil {
 		cal = DefaultCalibration()
 	}
-	s := &simulator{sc: sc, cfg: cfg, workers: sc.Workers}
+	s := &simulator{sc: sc, cfg: cfg, workers: sc.Workers, reserve: policy.CalmReserve}
 	s.node = newNodeModel(sc, cal)
 	s.sig = newSignals(sc, cal, s.node, seed, cfg.MissingSources, cfg.VaryNode)
 	s.node.set(0, 0, 0)
@@ -255,6 +258,9 @@ func (s *simulator) arrive(i int, p Policy) error {
 		key = math.Inf(1)
 	}
 	o.Level, o.Key = level, key
+	if r, ok := p.(Reserver); ok {
+		s.reserve = r.Reserve(&s.view)
+	}
 	s.queue.push(i)
 	s.inFlight[level] += o.ExpectedMs
 	if s.cfg.OnDecide != nil {
@@ -265,7 +271,7 @@ func (s *simulator) arrive(i int, p Policy) error {
 
 func (s *simulator) dispatch() {
 	for s.busy() < s.workers && s.queue.Len() > 0 {
-		idx := s.queue.pop(s.now, LowestLevel(s.busy(), s.workers))
+		idx := s.queue.pop(s.now, LowestLevel(s.busy(), s.workers, policy.ReserveWorkers(s.reserve, s.workers)))
 		if idx < 0 {
 			return
 		}

@@ -112,6 +112,8 @@ type DecideResponseJSON struct {
 	Decisions  []DecisionJSON `json:"decisions"`
 	Model      string         `json:"model"`
 	StateEpoch uint64         `json:"state_epoch"`
+	// BackgroundReserve is DecideResponse.background_reserve.
+	BackgroundReserve float32 `json:"background_reserve"`
 }
 
 // OutcomeJSON is one outcome of a /v1/outcomes body.
@@ -145,6 +147,8 @@ type NodeStateJSON struct {
 	CPUUtil   float32   `json:"cpu_util"`
 	Model     string    `json:"model"`
 	Node      string    `json:"node"`
+	// BackgroundReserve is NodeState.background_reserve.
+	BackgroundReserve float32 `json:"background_reserve"`
 }
 
 // ErrorJSON is the body of every 4xx/5xx answer.
@@ -207,5 +211,6 @@ func NodeStateToJSON(s *NodeState) NodeStateJSON {
 		Epoch: s.GetEpoch(), UnixNano: s.GetUnixNano(), Features: s.GetFeatures(), Sources: s.GetSources(),
 		RunqP50Us: s.GetRunqP50Us(), RunqP99Us: s.GetRunqP99Us(), QueueLen: s.GetQueueLen(),
 		QueueCap: s.GetQueueCap(), CPUUtil: s.GetCpuUtil(), Model: s.GetModel(), Node: s.GetNode(),
+		BackgroundReserve: s.GetBackgroundReserve(),
 	}
 }

@@ -289,13 +289,18 @@ func (x *DecideRequest) GetTasks() []*Task {
 }
 
 type DecideResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ReqId         uint64                 `protobuf:"varint,1,opt,name=req_id,json=reqId,proto3" json:"req_id,omitempty"`
-	Decisions     []*Decision            `protobuf:"bytes,2,rep,name=decisions,proto3" json:"decisions,omitempty"`
-	Model         string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`                              // version of the model that decided
-	StateEpoch    uint64                 `protobuf:"varint,4,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"` // node-state snapshot the decisions used
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ReqId      uint64                 `protobuf:"varint,1,opt,name=req_id,json=reqId,proto3" json:"req_id,omitempty"`
+	Decisions  []*Decision            `protobuf:"bytes,2,rep,name=decisions,proto3" json:"decisions,omitempty"`
+	Model      string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`                              // version of the model that decided
+	StateEpoch uint64                 `protobuf:"varint,4,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"` // node-state snapshot the decisions used
+	// Share of the executor's workers that background work (priority 0)
+	// must leave free now, from the agent's latest node state (0.25 calm,
+	// 0.5 while the kernel says the CPUs are contended; 0 = not sent, an
+	// agent from before it). docs/endpoint.md, "The background reserve".
+	BackgroundReserve float32 `protobuf:"fixed32,5,opt,name=background_reserve,json=backgroundReserve,proto3" json:"background_reserve,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *DecideResponse) Reset() {
@@ -352,6 +357,13 @@ func (x *DecideResponse) GetModel() string {
 func (x *DecideResponse) GetStateEpoch() uint64 {
 	if x != nil {
 		return x.StateEpoch
+	}
+	return 0
+}
+
+func (x *DecideResponse) GetBackgroundReserve() float32 {
+	if x != nil {
+		return x.BackgroundReserve
 	}
 	return 0
 }
@@ -544,20 +556,21 @@ func (x *OutcomeAccepted) GetAccepted() uint32 {
 // NodeState is one snapshot of what the agent knows about its node. It is
 // kept compact so that a full frame fits one QUIC datagram.
 type NodeState struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	UnixNano      int64                  `protobuf:"varint,2,opt,name=unix_nano,json=unixNano,proto3" json:"unix_nano,omitempty"`
-	Features      []float32              `protobuf:"fixed32,3,rep,packed,name=features,proto3" json:"features,omitempty"` // node part of the state vector (20 values, triage.state.v2 order; the task's own neutral)
-	Sources       []string               `protobuf:"bytes,4,rep,name=sources,proto3" json:"sources,omitempty"`            // source feeding each feature ("ebpf", "netlink", "procfs", "none", "descriptor", "outcomes", "agent")
-	RunqP50Us     float32                `protobuf:"fixed32,5,opt,name=runq_p50_us,json=runqP50Us,proto3" json:"runq_p50_us,omitempty"`
-	RunqP99Us     float32                `protobuf:"fixed32,6,opt,name=runq_p99_us,json=runqP99Us,proto3" json:"runq_p99_us,omitempty"`
-	QueueLen      uint32                 `protobuf:"varint,7,opt,name=queue_len,json=queueLen,proto3" json:"queue_len,omitempty"`
-	QueueCap      uint32                 `protobuf:"varint,8,opt,name=queue_cap,json=queueCap,proto3" json:"queue_cap,omitempty"` // the executor's worker slots on the node (--workers): queue_len's denominator in feature 0
-	CpuUtil       float32                `protobuf:"fixed32,9,opt,name=cpu_util,json=cpuUtil,proto3" json:"cpu_util,omitempty"`
-	Model         string                 `protobuf:"bytes,10,opt,name=model,proto3" json:"model,omitempty"`
-	Node          string                 `protobuf:"bytes,11,opt,name=node,proto3" json:"node,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Epoch             uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	UnixNano          int64                  `protobuf:"varint,2,opt,name=unix_nano,json=unixNano,proto3" json:"unix_nano,omitempty"`
+	Features          []float32              `protobuf:"fixed32,3,rep,packed,name=features,proto3" json:"features,omitempty"` // node part of the state vector (20 values, triage.state.v2 order; the task's own neutral)
+	Sources           []string               `protobuf:"bytes,4,rep,name=sources,proto3" json:"sources,omitempty"`            // source feeding each feature ("ebpf", "netlink", "procfs", "none", "descriptor", "outcomes", "agent")
+	RunqP50Us         float32                `protobuf:"fixed32,5,opt,name=runq_p50_us,json=runqP50Us,proto3" json:"runq_p50_us,omitempty"`
+	RunqP99Us         float32                `protobuf:"fixed32,6,opt,name=runq_p99_us,json=runqP99Us,proto3" json:"runq_p99_us,omitempty"`
+	QueueLen          uint32                 `protobuf:"varint,7,opt,name=queue_len,json=queueLen,proto3" json:"queue_len,omitempty"`
+	QueueCap          uint32                 `protobuf:"varint,8,opt,name=queue_cap,json=queueCap,proto3" json:"queue_cap,omitempty"` // the executor's worker slots on the node (--workers): queue_len's denominator in feature 0
+	CpuUtil           float32                `protobuf:"fixed32,9,opt,name=cpu_util,json=cpuUtil,proto3" json:"cpu_util,omitempty"`
+	Model             string                 `protobuf:"bytes,10,opt,name=model,proto3" json:"model,omitempty"`
+	Node              string                 `protobuf:"bytes,11,opt,name=node,proto3" json:"node,omitempty"`
+	BackgroundReserve float32                `protobuf:"fixed32,12,opt,name=background_reserve,json=backgroundReserve,proto3" json:"background_reserve,omitempty"` // as DecideResponse.background_reserve, for this snapshot
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *NodeState) Reset() {
@@ -665,6 +678,13 @@ func (x *NodeState) GetNode() string {
 		return x.Node
 	}
 	return ""
+}
+
+func (x *NodeState) GetBackgroundReserve() float32 {
+	if x != nil {
+		return x.BackgroundReserve
+	}
+	return 0
 }
 
 type Subscribe struct {
@@ -1654,13 +1674,14 @@ const file_triage_proto_rawDesc = "" +
 	"\atask_id\x18\x04 \x01(\tR\x06taskId\"R\n" +
 	"\rDecideRequest\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x12*\n" +
-	"\x05tasks\x18\x02 \x03(\v2\x14.triage.wire.v1.TaskR\x05tasks\"\x96\x01\n" +
+	"\x05tasks\x18\x02 \x03(\v2\x14.triage.wire.v1.TaskR\x05tasks\"\xc5\x01\n" +
 	"\x0eDecideResponse\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x126\n" +
 	"\tdecisions\x18\x02 \x03(\v2\x18.triage.wire.v1.DecisionR\tdecisions\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12\x1f\n" +
 	"\vstate_epoch\x18\x04 \x01(\x04R\n" +
-	"stateEpoch\"\x89\x01\n" +
+	"stateEpoch\x12-\n" +
+	"\x12background_reserve\x18\x05 \x01(\x02R\x11backgroundReserve\"\x89\x01\n" +
 	"\aOutcome\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\n" +
@@ -1674,7 +1695,7 @@ const file_triage_proto_rawDesc = "" +
 	"\boutcomes\x18\x02 \x03(\v2\x17.triage.wire.v1.OutcomeR\boutcomes\"D\n" +
 	"\x0fOutcomeAccepted\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x12\x1a\n" +
-	"\baccepted\x18\x02 \x01(\rR\baccepted\"\xb3\x02\n" +
+	"\baccepted\x18\x02 \x01(\rR\baccepted\"\xe2\x02\n" +
 	"\tNodeState\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1b\n" +
 	"\tunix_nano\x18\x02 \x01(\x03R\bunixNano\x12\x1a\n" +
@@ -1687,7 +1708,8 @@ const file_triage_proto_rawDesc = "" +
 	"\bcpu_util\x18\t \x01(\x02R\acpuUtil\x12\x14\n" +
 	"\x05model\x18\n" +
 	" \x01(\tR\x05model\x12\x12\n" +
-	"\x04node\x18\v \x01(\tR\x04node\"\x90\x01\n" +
+	"\x04node\x18\v \x01(\tR\x04node\x12-\n" +
+	"\x12background_reserve\x18\f \x01(\x02R\x11backgroundReserve\"\x90\x01\n" +
 	"\tSubscribe\x121\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x1d.triage.wire.v1.SubscribeModeR\x04mode\x12&\n" +
 	"\x0fmin_interval_ms\x18\x02 \x01(\rR\rminIntervalMs\x12(\n" +

@@ -87,7 +87,10 @@ func (s *Server) decideChecked(ctx context.Context, tasks []*wire.Task) (*wire.D
 	if err != nil {
 		return nil, refuse(wire.CodeInternal, "deciding: %v", err)
 	}
-	return &wire.DecideResponse{Decisions: decisions, Model: model, StateEpoch: epoch}, nil
+	// The reserve is the latest snapshot's, not the deciding one's: it is
+	// an instruction for the executor now.
+	reserve := s.backend.State().GetBackgroundReserve()
+	return &wire.DecideResponse{Decisions: decisions, Model: model, StateEpoch: epoch, BackgroundReserve: reserve}, nil
 }
 
 // outcomesCall takes a client's outcomes and returns how many were accepted.

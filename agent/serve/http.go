@@ -118,7 +118,7 @@ func (s *Server) httpDecide(w http.ResponseWriter, r *http.Request) {
 		writeCallError(w, cerr)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.DecideResponseJSON{Decisions: wire.DecisionsToJSON(resp.Decisions), Model: resp.Model, StateEpoch: resp.StateEpoch})
+	writeJSON(w, http.StatusOK, wire.DecideResponseJSON{Decisions: wire.DecisionsToJSON(resp.Decisions), Model: resp.Model, StateEpoch: resp.StateEpoch, BackgroundReserve: resp.BackgroundReserve})
 }
 
 func (s *Server) httpOutcomes(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ import (
 	"github.com/triage-agent/triage/internal/bench/backend"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/train"
+	"github.com/triage-agent/triage/wire"
 )
 
 const smallScenario = "../../../testdata/agent/e2e-small.json"
@@ -122,11 +123,6 @@ func TestRuleRunKeepsTheReserve(t *testing.T) {
 	if res.Label != "reserve-rule" || res.DecideErrors != 0 {
 		t.Fatalf("label %q, %d decide errors", res.Label, res.DecideErrors)
 	}
-	type edge struct {
-		t     float64
-		delta int
-	}
-	var edges []edge
 	for _, o := range res.Outcomes {
 		want := 0
 		if o.SLAMs < 50 {
@@ -135,6 +131,21 @@ func TestRuleRunKeepsTheReserve(t *testing.T) {
 		if o.Level != want {
 			t.Fatalf("task %d (SLA %v ms) at level %d, want %d", o.ID, o.SLAMs, o.Level, want)
 		}
+	}
+	most := mostInBackground(res.Outcomes)
+	if limit := sc.Workers - train.BackgroundReserve(sc.Workers); most > limit || most == 0 {
+		t.Fatalf("at most %d background tasks ran at once, want 1..%d", most, limit)
+	}
+}
+
+// mostInBackground is the most background (level 0) tasks that ran at once.
+func mostInBackground(outs []train.Outcome) int {
+	type edge struct {
+		t     float64
+		delta int
+	}
+	var edges []edge
+	for _, o := range outs {
 		if o.Finished && o.Level == 0 {
 			edges = append(edges, edge{o.StartMs, 1}, edge{o.FinishMs, -1})
 		}
@@ -150,7 +161,50 @@ func TestRuleRunKeepsTheReserve(t *testing.T) {
 		running += e.delta
 		most = max(most, running)
 	}
-	if limit := sc.Workers - train.BackgroundReserve(sc.Workers); most > limit || most == 0 {
-		t.Fatalf("at most %d background tasks ran at once, want 1..%d", most, limit)
+	return most
+}
+
+// reserveAsking answers every task with the background and asks the
+// executor to leave share of the workers free, as the agent's answers do
+// on a contended node (the agent's side is TestContendedNodeRaisesTheBackgroundReserve
+// in cmd/triage, with eBPF, QUIC and the model for real); this checks the
+// executor's side of that contract alone.
+type reserveAsking struct{ share float64 }
+
+func (a reserveAsking) Decide(_ context.Context, tasks []*wire.Task) (*wire.DecideResponse, error) {
+	resp := &wire.DecideResponse{BackgroundReserve: float32(a.share)}
+	for _, t := range tasks {
+		resp.Decisions = append(resp.Decisions, &wire.Decision{Id: t.GetId(), Priority: 0})
+	}
+	return resp, nil
+}
+func (a reserveAsking) ReportOutcomes(_ context.Context, outs []*wire.Outcome) (int, error) {
+	return len(outs), nil
+}
+func (a reserveAsking) BackgroundReserve() (float64, bool) {
+	return wire.ReserveShare(float32(a.share))
+}
+
+// The executor honours the reserve its agent sends: with 4 workers, every
+// task in the background and a long queue, at most 4 − 2 run at once when
+// the agent asks for half, 4 − 1 when it asks for the calm quarter.
+func TestAgentRunKeepsTheAgentsReserve(t *testing.T) {
+	sc, err := train.ParseScenario([]byte(`{"name":"e2e-agent-reserve","seed":3,"duration_s":2,"workers":4,
+	 "arrival":{"process":"poisson","rate_per_s":150},
+	 "classes":[{"name":"long","share":1,"sla_ms":2000,"cost_ms":{"dist":"lognormal","median":30,"p99":60}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		share float64
+		most  int
+	}{{policy.ContendedReserve, 2}, {policy.CalmReserve, 3}} {
+		res, err := Run(context.Background(), Config{Scenario: sc, TimeScale: 1, Agent: reserveAsking{c.share}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mostInBackground(res.Outcomes); got != c.most {
+			t.Errorf("agent asking for %v: at most %d background tasks at once, want %d", c.share, got, c.most)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/train"
 	"github.com/triage-agent/triage/wire"
 )
@@ -29,6 +30,14 @@ import (
 type Agent interface {
 	Decide(ctx context.Context, tasks []*wire.Task) (*wire.DecideResponse, error)
 	ReportOutcomes(ctx context.Context, outcomes []*wire.Outcome) (int, error)
+}
+
+// ReserveAgent is an Agent that also says how many of the workers
+// background work should leave free (*client.Client does, from the agent's
+// answers and tables); the executor honours it, as an upstream that adopts
+// the agent's reserve does.
+type ReserveAgent interface {
+	BackgroundReserve() (share float64, ok bool)
 }
 
 // Config configures one run; the zero value of each field means its default.
@@ -130,15 +139,20 @@ type run struct {
 	cond   *sync.Cond
 	queue  *train.Queue // the executor contract; guarded by mu
 	busy   int          // workers serving; guarded by mu
-	closed bool
-	stop   atomic.Bool
-	done   atomic.Int64 // finished tasks
-	doneCh chan struct{}
-	report chan *wire.Outcome
-	res    Result
-	errMu  sync.Mutex
-	errs   []error
-	cancel context.CancelFunc // ends the run early, on a worker's error
+	// reserve is the share of the workers background work leaves free:
+	// the agent's latest (policy.Reserve, sent with its answers and
+	// tables), policy.CalmReserve for FIFO and the in-process rules;
+	// guarded by mu.
+	reserve float64
+	closed  bool
+	stop    atomic.Bool
+	done    atomic.Int64 // finished tasks
+	doneCh  chan struct{}
+	report  chan *wire.Outcome
+	res     Result
+	errMu   sync.Mutex
+	errs    []error
+	cancel  context.CancelFunc // ends the run early, on a worker's error
 }
 
 // fifo is whether this run serves FIFO (no agent, no rule).
@@ -213,6 +227,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// SJF) serve strictly by key; priorities get the whole contract
 	// (levels, deadline order, the late-work rule, the background tier).
 	r.queue = train.NewQueue(&r.outs, r.keyOrdered())
+	r.reserve = policy.CalmReserve
 	r.res = Result{Label: cfg.Label, TimeScale: scale, IOWriteMs: nd.writeMs, DiskSettle: nd.settled}
 	if len(r.tasks) == 0 {
 		r.res.Metrics = train.Summarise(sc, r.outs)
@@ -373,13 +388,24 @@ func (r *run) next() int {
 	defer r.mu.Unlock()
 	for !r.closed {
 		now := r.simNowMs()
-		if i := r.queue.Pop(now, r.busy, r.sc.Workers); i >= 0 {
+		if i := r.queue.Pop(now, r.busy, r.sc.Workers, r.currentReserve()); i >= 0 {
 			r.busy++
 			return i
 		}
 		r.cond.Wait()
 	}
 	return -1
+}
+
+// currentReserve is the share of the workers background work leaves free:
+// the agent's latest where it sends one, else the run's own.
+func (r *run) currentReserve() float64 {
+	if ra, ok := r.cfg.Agent.(ReserveAgent); ok {
+		if share, ok := ra.BackgroundReserve(); ok {
+			return share
+		}
+	}
+	return r.reserve
 }
 
 // finished frees the worker and returns how many were busy with it. No

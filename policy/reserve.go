@@ -1,0 +1,61 @@
+package policy
+
+import "math"
+
+// The background reserve: the share of an executor's workers that
+// background work (priority 0) must leave free for the foreground
+// (priorities 1–4). Service is non-preemptive, so a long background task
+// on the last free worker makes every urgent task behind it wait; only
+// holding workers back prevents it.
+//
+// The agent computes the reserve from the node's state and sends it with
+// every node state and decision (wire: NodeState.background_reserve,
+// DecideResponse.background_reserve); an executor that honours it starts a
+// background task only while more than Reserve(...)×workers are free.
+//
+// The rule: a quarter of the workers on a calm node; half of them while
+// the kernel says the CPUs are contended (run-queue latency p99 at or over
+// ContendedRunqP99Us). On a contended node every extra runnable worker
+// slows every other one, the urgent ones included, so the background work
+// that would run there costs the foreground more than on a calm node.
+// Chosen on generated scenarios only (docs/policy.md, "The background
+// reserve"); the shared scenarios were reported on, not chosen on.
+const (
+	// CalmReserve is the share held back on a calm node: one worker in
+	// four, none on nodes with fewer than four workers.
+	CalmReserve = 0.25
+	// ContendedReserve is the share held back on a contended node.
+	ContendedReserve = 0.5
+	// ContendedRunqP99Us is the run-queue latency p99 (µs) from which the
+	// node counts as contended: 1 ms. On the calibrated 2-CPU node one
+	// runnable thread per CPU reads about 60 µs and 1.5 per CPU 4.6 ms
+	// (train/calibration/default.json).
+	ContendedRunqP99Us = 1000
+)
+
+// contendedRunqFeature is ContendedRunqP99Us on feature FeatRunqP99's scale.
+var contendedRunqFeature = float32(runqRange.scale(ContendedRunqP99Us))
+
+// Reserve is the background reserve for a node whose state (the node's
+// part of a state vector) is s: CalmReserve, or ContendedReserve while the
+// run-queue latency p99 says the CPUs are contended. A node whose kernel
+// says nothing (the feature at its neutral value, 0) is calm: the reserve
+// never rises without the kernel, which is what `--ablate kernel` shows.
+func Reserve(s *State) float64 {
+	if s[FeatRunqP99] >= contendedRunqFeature {
+		return ContendedReserve
+	}
+	return CalmReserve
+}
+
+// ReserveWorkers is how many of workers a reserve share holds back:
+// the share rounded down, so a calm node with fewer than four workers
+// holds none back (holding one of two or three would idle too much of
+// it). A share outside [0, 1] or NaN is clamped (NaN reads as calm).
+func ReserveWorkers(share float64, workers int) int {
+	if math.IsNaN(share) {
+		share = CalmReserve
+	}
+	share = math.Max(0, math.Min(1, share))
+	return int(math.Floor(share*float64(workers) + 1e-9))
+}

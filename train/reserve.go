@@ -1,0 +1,30 @@
+package train
+
+import "github.com/triage-agent/triage/policy"
+
+// Reserver is a policy that tells the executor, with each decision, the
+// share of the workers that background work must leave free
+// (policy.Reserve): the agent's policy does, from the node state it
+// decided with, and the agent sends it with every node state and answer.
+// The simulator holds the share the latest decision gave until the next
+// one, as an executor holds the latest it was told. A policy without it
+// (the baselines, which read no kernel) gets policy.CalmReserve.
+type Reserver interface {
+	Reserve(v *NodeView) float64
+}
+
+// Reserve implements Reserver: the reserve of the state the network sees.
+func (p *GuardedPolicy) Reserve(v *NodeView) float64 { return seenReserve(p.Decider, v.State) }
+
+// Reserve implements Reserver, as GuardedPolicy's.
+func (p *DeciderPolicy) Reserve(v *NodeView) float64 { return seenReserve(p.Decider, v.State) }
+
+// seenReserve is policy.Reserve of st as d sees it: an AblatedDecider
+// sees its features neutral, so a model blind to the kernel asks for the
+// calm reserve, as the agent with `--ablate kernel` does.
+func seenReserve(d policy.Decider, st policy.State) float64 {
+	if a, ok := d.(*AblatedDecider); ok {
+		neutralise(&st, a.Off)
+	}
+	return policy.Reserve(&st)
+}

@@ -1,0 +1,23 @@
+package wire
+
+import (
+	"math"
+	"testing"
+)
+
+func TestReserveShareRefusesWhatAnExecutorMustNotActOn(t *testing.T) {
+	for _, c := range []struct {
+		x    float32
+		want float64
+		ok   bool
+	}{
+		{0.25, 0.25, true}, {0.5, 0.5, true}, {1, 1, true},
+		{0, 0, false}, {-0.5, 0, false}, {1.5, 0, false},
+		{float32(math.NaN()), 0, false}, {float32(math.Inf(1)), 0, false},
+	} {
+		got, ok := ReserveShare(c.x)
+		if ok != c.ok || got != c.want {
+			t.Errorf("ReserveShare(%v) = %v, %v; want %v, %v", c.x, got, ok, c.want, c.ok)
+		}
+	}
+}
