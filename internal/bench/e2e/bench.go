@@ -122,6 +122,10 @@ type AgentStats struct {
 	RemoteDecisions   int     `json:"remote_decisions"`
 	RemoteDecideP50Us float64 `json:"remote_decide_p50_us"`
 	RemoteDecideP99Us float64 `json:"remote_decide_p99_us"`
+	// HeldBackStarts is how many of the agent run's tasks started while
+	// the agent asked for more than the calm background reserve (its
+	// kernel said the CPUs were contended).
+	HeldBackStarts int `json:"held_back_starts"`
 }
 
 // The modes of BenchConfig.Decide.
@@ -261,6 +265,7 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		ExperienceRecords: records, FlamegraphWindows: scraped.fgWindows, ProbesAttached: scraped.probesAttached,
 		TimeScale: res.TimeScale, LateStarts: rep.FIFO.LateStarts + res.LateStarts,
 		Decide: c.Decide, LocalDecisions: res.LocalDecisions, RemoteDecisions: res.RemoteDecisions,
+		HeldBackStarts:    res.HeldBackStarts,
 		RemoteDecideP50Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.5).Nanoseconds()) / 1e3),
 		RemoteDecideP99Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.99).Nanoseconds()) / 1e3),
 	}

@@ -115,6 +115,10 @@ type Result struct {
 	// after their scheduled time (a busy machine; the numbers are then
 	// less comparable).
 	LateStarts int
+	// HeldBackStarts counts the tasks started while the agent asked for
+	// more than the calm reserve (policy.CalmReserve): how much of the run
+	// the kernel said the node was contended.
+	HeldBackStarts int
 	// IOWriteMs is the run's I/O unit (Config.IOWriteMs, or measured at
 	// its start when that is 0), and DiskSettle how long the run waited
 	// before it for the disk's writeback to drain (0 for a node without
@@ -388,8 +392,12 @@ func (r *run) next() int {
 	defer r.mu.Unlock()
 	for !r.closed {
 		now := r.simNowMs()
-		if i := r.queue.Pop(now, r.busy, r.sc.Workers, r.currentReserve()); i >= 0 {
+		reserve := r.currentReserve()
+		if i := r.queue.Pop(now, r.busy, r.sc.Workers, reserve); i >= 0 {
 			r.busy++
+			if reserve > policy.CalmReserve {
+				r.res.HeldBackStarts++
+			}
 			return i
 		}
 		r.cond.Wait()
