@@ -137,7 +137,8 @@ func (a *Agent) ReportOutcomes(_ context.Context, outs []*wire.Outcome) error {
 		}
 		a.asm.Classes().Observe(p.desc.Class, svc)
 		if s := float64(o.GetServiceMs()); s > 0 {
-			a.asm.ObserveWait(now, lat-s) // features 12, 13: only a reported service time tells the wait
+			a.asm.ObserveWait(now, lat-s)          // features 12, 13: only a reported service time tells the wait
+			a.asm.ObserveService(s, p.desc.CostMs) // the background reserve's gate
 		}
 		a.guardFinished(p, lat, float64(o.GetServiceMs()))
 		if rec, ok := a.finished(p, node, now, lat, o.GetSlaMet(), false); ok {
@@ -253,7 +254,7 @@ func (a *Agent) refreshNode(now time.Time) {
 		Epoch: a.epoch.Add(1), UnixNano: now.UnixNano(), Features: vec[:], Sources: n.features.Sources(),
 		RunqP50Us: float32(orZero(n.inputs.RunqP50Us)), RunqP99Us: float32(orZero(n.inputs.RunqP99Us)),
 		QueueLen: uint32(qlen), QueueCap: uint32(a.asm.Workers()), CpuUtil: float32(orZero(n.inputs.CPUUtil)),
-		Node: a.cfg.NodeName, BackgroundReserve: float32(policy.Reserve(&vec)),
+		Node: a.cfg.NodeName, BackgroundReserve: float32(policy.Reserve(&vec, a.asm.Slowdown())),
 	}
 	if a.model != nil {
 		n.wire.Model = a.model.Version()

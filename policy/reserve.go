@@ -15,9 +15,14 @@ import "math"
 //
 // The rule: a quarter of the workers on a calm node; half of them while
 // the kernel says the CPUs are contended (run-queue latency p99 at or over
-// ContendedRunqP99Us). On a contended node every extra runnable worker
+// ContendedRunqP99Us) and the work says it feels it (the recent tasks ran
+// at least MinReserveSlowdown times their described cost, or too few have
+// finished to tell). On a contended node every extra runnable worker
 // slows every other one, the urgent ones included, so the background work
-// that would run there costs the foreground more than on a calm node.
+// that would run there costs the foreground more than on a calm node. Work
+// that contention does not slow (it waits on something else, or it is the
+// bench's wall-clock work) gains nothing from being held back and loses
+// its throughput, hence the second condition.
 // Chosen on generated scenarios only (docs/policy.md, "The background
 // reserve"); the shared scenarios were reported on, not chosen on.
 const (
@@ -31,18 +36,26 @@ const (
 	// runnable thread per CPU reads about 60 µs and 1.5 per CPU 4.6 ms
 	// (train/calibration/default.json).
 	ContendedRunqP99Us = 1000
+	// MinReserveSlowdown is the slowdown (SlowdownWindow) under which a
+	// contended kernel is not believed: the work runs as described.
+	MinReserveSlowdown = 1.25
 )
 
 // contendedRunqFeature is ContendedRunqP99Us on feature FeatRunqP99's scale.
 var contendedRunqFeature = float32(runqRange.scale(ContendedRunqP99Us))
 
 // Reserve is the background reserve for a node whose state (the node's
-// part of a state vector) is s: CalmReserve, or ContendedReserve while the
-// run-queue latency p99 says the CPUs are contended. A node whose kernel
-// says nothing (the feature at its neutral value, 0) is calm: the reserve
-// never rises without the kernel, which is what `--ablate kernel` shows.
-func Reserve(s *State) float64 {
-	if s[FeatRunqP99] >= contendedRunqFeature {
+// part of a state vector) is s and whose recent tasks ran slowdown times
+// their described cost (SlowdownWindow.Value; NaN, or 0 or less, when
+// unknown, which believes the kernel alone):
+// CalmReserve, or ContendedReserve while the run-queue latency p99 says the
+// CPUs are contended and the slowdown is not under MinReserveSlowdown. A
+// node whose kernel says nothing (the feature at its neutral value, 0) is
+// calm: the reserve never rises without the kernel, which is what
+// `--ablate kernel` shows.
+func Reserve(s *State, slowdown float64) float64 {
+	feelsIt := !(slowdown > 0 && slowdown < MinReserveSlowdown)
+	if s[FeatRunqP99] >= contendedRunqFeature && feelsIt {
 		return ContendedReserve
 	}
 	return CalmReserve

@@ -7,24 +7,34 @@ import (
 
 func TestReserveRisesOnlyWhenTheKernelSaysTheCPUsAreContended(t *testing.T) {
 	calm, contended := Neutral, Neutral
-	if got := Reserve(&calm); got != CalmReserve {
+	if got := Reserve(&calm, math.NaN()); got != CalmReserve {
 		t.Fatalf("neutral (a kernel that says nothing) = %v, want %v", got, CalmReserve)
 	}
 	in := Inputs{RunqP99Us: ContendedRunqP99Us * 0.9, SLAMs: 20, CostMs: 2}
 	calm = Vector(&in)
 	in.RunqP99Us = ContendedRunqP99Us
 	contended = Vector(&in)
-	if got := Reserve(&calm); got != CalmReserve {
+	if got := Reserve(&calm, math.NaN()); got != CalmReserve {
 		t.Errorf("run-queue p99 just under the line = %v, want %v", got, CalmReserve)
 	}
-	if got := Reserve(&contended); got != ContendedReserve {
+	if got := Reserve(&contended, math.NaN()); got != ContendedReserve {
 		t.Errorf("run-queue p99 at the line = %v, want %v", got, ContendedReserve)
+	}
+	// The work must feel the contention: a slowdown under the line keeps
+	// it calm; one at the line, or unknown (NaN, 0), believes the kernel.
+	for _, c := range []struct {
+		slowdown float64
+		want     float64
+	}{{1, CalmReserve}, {MinReserveSlowdown * 0.99, CalmReserve}, {MinReserveSlowdown, ContendedReserve}, {3, ContendedReserve}, {0, ContendedReserve}, {-1, ContendedReserve}} {
+		if got := Reserve(&contended, c.slowdown); got != c.want {
+			t.Errorf("contended kernel, slowdown %v: %v, want %v", c.slowdown, got, c.want)
+		}
 	}
 	// Only the run-queue feature moves it: a full CPU and a slow disk with
 	// a short run queue is a calm node for the reserve.
 	busy := calm
 	busy[FeatCPUUtil], busy[FeatBlkioP99], busy[FeatQueue] = 1, 1, 1
-	if got := Reserve(&busy); got != CalmReserve {
+	if got := Reserve(&busy, math.NaN()); got != CalmReserve {
 		t.Errorf("other features high = %v, want %v", got, CalmReserve)
 	}
 }
@@ -42,5 +52,46 @@ func TestReserveWorkers(t *testing.T) {
 		if got := ReserveWorkers(c.share, c.workers); got != c.want {
 			t.Errorf("ReserveWorkers(%v, %d) = %d, want %d", c.share, c.workers, got, c.want)
 		}
+	}
+}
+
+func TestSlowdownWindowIsTheRatioOfSumsOfItsLatestTasks(t *testing.T) {
+	var w SlowdownWindow
+	if v := w.Value(); !math.IsNaN(v) {
+		t.Fatalf("empty window %v, want NaN", v)
+	}
+	for range MinSlowdownSamples - 1 {
+		w.Add(20, 10)
+	}
+	if v := w.Value(); !math.IsNaN(v) {
+		t.Fatalf("%d tasks: %v, want NaN (too few)", MinSlowdownSamples-1, v)
+	}
+	w.Add(20, 10)
+	if v := w.Value(); v != 2 {
+		t.Fatalf("every task twice its cost: %v, want 2", v)
+	}
+	// Tasks without a cost or a service time say nothing.
+	w.Add(0, 10)
+	w.Add(10, 0)
+	w.Add(math.NaN(), 10)
+	w.Add(math.Inf(1), 10)
+	if v := w.Value(); v != 2 {
+		t.Fatalf("after ignored samples: %v, want 2", v)
+	}
+	// A full window of tasks that ran as described pushes the old ones out.
+	for range SlowdownWindowSize {
+		w.Add(5, 5)
+	}
+	if v := w.Value(); math.Abs(v-1) > 1e-12 {
+		t.Fatalf("after a window of tasks at their cost: %v, want 1", v)
+	}
+	// A ratio of sums: one long task slowed weighs by its length.
+	w = SlowdownWindow{}
+	for range 15 {
+		w.Add(1, 1)
+	}
+	w.Add(300, 100)
+	if v, want := w.Value(), 315.0/115.0; math.Abs(v-want) > 1e-12 {
+		t.Fatalf("ratio of sums %v, want %v", v, want)
 	}
 }

@@ -14,30 +14,31 @@ type Reserver interface {
 }
 
 // Reserve implements Reserver: the reserve of the state the network sees.
-func (p *GuardedPolicy) Reserve(v *NodeView) float64 { return seenReserve(p.Decider, v.State) }
+func (p *GuardedPolicy) Reserve(v *NodeView) float64 { return seenReserve(p.Decider, v) }
 
 // Reserve implements Reserver, as GuardedPolicy's.
-func (p *DeciderPolicy) Reserve(v *NodeView) float64 { return seenReserve(p.Decider, v.State) }
+func (p *DeciderPolicy) Reserve(v *NodeView) float64 { return seenReserve(p.Decider, v) }
 
 // Reserve implements Reserver: the trainer's episodes and checkpoint
 // validation run under the reserve the agent serves, so a network learns
 // the executor it will be served with (training and serving share
 // policy.Reserve, as they share policy.Vector).
-func (p *MLPPolicy) Reserve(v *NodeView) float64 { return policy.Reserve(&v.State) }
+func (p *MLPPolicy) Reserve(v *NodeView) float64 { return policy.Reserve(&v.State, v.Slowdown) }
 
 // Reserve implements Reserver: blind to the kernel, the calm reserve.
 func (p *blindMLP) Reserve(*NodeView) float64 { return policy.CalmReserve }
 
 // Reserve implements Reserver, as MLPPolicy's: the behaviour policy of
 // training, whoever (network, teacher, exploration) decided the task.
-func (e explorer) Reserve(v *NodeView) float64 { return policy.Reserve(&v.State) }
+func (e explorer) Reserve(v *NodeView) float64 { return policy.Reserve(&v.State, v.Slowdown) }
 
 // seenReserve is policy.Reserve of st as d sees it: an AblatedDecider
 // sees its features neutral, so a model blind to the kernel asks for the
 // calm reserve, as the agent with `--ablate kernel` does.
-func seenReserve(d policy.Decider, st policy.State) float64 {
+func seenReserve(d policy.Decider, v *NodeView) float64 {
+	st := v.State
 	if a, ok := d.(*AblatedDecider); ok {
 		neutralise(&st, a.Off)
 	}
-	return policy.Reserve(&st)
+	return policy.Reserve(&st, v.Slowdown)
 }

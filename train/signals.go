@@ -45,8 +45,11 @@ type signals struct {
 	lastT   float64
 	classes []policy.ClassWindow // the agent keeps the same statistics (agent/state)
 	waits   policy.WaitWindow
-	missing [numSources]bool // sources this node lacks: their features are neutral
-	vary    nodeVariation    // how this node reads unlike the calibrated one
+	// slowdown is how much slower than described the recent tasks ran:
+	// the background reserve's gate (policy.Reserve), as the agent keeps it.
+	slowdown policy.SlowdownWindow
+	missing  [numSources]bool // sources this node lacks: their features are neutral
+	vary     nodeVariation    // how this node reads unlike the calibrated one
 
 	// The window: per 500 ms bucket the integrals of runnable threads per
 	// CPU and of disk writers; the features are read from the last two
@@ -203,6 +206,7 @@ func (g *signals) phase(tSec float64) Phase {
 func (g *signals) finished(o *Outcome) {
 	g.classes[o.Class].Add(o.ServiceMs())
 	g.waits.Add(o.FinishMs, o.StartMs-o.ArrivalMs)
+	g.slowdown.Add(o.ServiceMs(), o.ExpectedMs)
 }
 
 // quantileSorted is the nearest-rank quantile of sorted xs (policy's, so

@@ -247,6 +247,7 @@ func (s *simulator) arrive(i int, p Policy) error {
 	o := &s.out[i]
 	o.State = s.sig.state(o, s.queue.Len()+s.busy(), &s.inFlight, s.now)
 	s.view.sim, s.view.Now, s.view.Workers, s.view.State = s, s.now, s.workers, o.State
+	s.view.Slowdown = s.sig.slowdown.Value()
 	level, key, err := p.Assign(&o.Task, &s.view)
 	if err != nil {
 		return fmt.Errorf("task %d: %w", o.ID, err)
@@ -363,6 +364,10 @@ type NodeView struct {
 	Now     float64
 	Workers int
 	State   policy.State
+	// Slowdown is how much slower than described the node's recently
+	// finished tasks ran (policy.SlowdownWindow; NaN until enough have):
+	// what gates the background reserve a Reserver asks for.
+	Slowdown float64
 
 	freeTimes []float64
 }

@@ -53,7 +53,10 @@ type Assembler struct {
 	classes *ClassStats
 	waitsMu sync.Mutex
 	waits   policy.WaitWindow
-	start   time.Time // the clock of waits
+	// slowdown is the recent tasks' service over their described cost,
+	// under waitsMu: the background reserve's gate (policy.Reserve).
+	slowdown policy.SlowdownWindow
+	start    time.Time // the clock of waits
 }
 
 // NewAssembler returns an Assembler with cfg's defaults filled in.
@@ -77,6 +80,23 @@ func (a *Assembler) ObserveWait(now time.Time, waitMs float64) {
 	a.waitsMu.Lock()
 	a.waits.Add(a.ms(now), waitMs)
 	a.waitsMu.Unlock()
+}
+
+// ObserveService records one finished task's reported service time and
+// the cost its descriptor gave (ms), for Slowdown. Unknown values (0,
+// negative, NaN, infinite) are ignored.
+func (a *Assembler) ObserveService(serviceMs, costMs float64) {
+	a.waitsMu.Lock()
+	a.slowdown.Add(serviceMs, costMs)
+	a.waitsMu.Unlock()
+}
+
+// Slowdown is how much slower than described the recently finished tasks
+// ran (policy.SlowdownWindow; NaN until enough reported a service time).
+func (a *Assembler) Slowdown() float64 {
+	a.waitsMu.Lock()
+	defer a.waitsMu.Unlock()
+	return a.slowdown.Value()
 }
 
 // ms is now on the waits' clock.

@@ -1,0 +1,64 @@
+package policy
+
+import "math"
+
+// SlowdownWindow is how much slower than described the node's recently
+// finished tasks ran: the sum of their service times over the sum of their
+// expected costs, over the last SlowdownWindowSize of them (a ratio of sums,
+// so a skewed cost distribution does not bias it). It gates the background
+// reserve (Reserve): holding workers back from background work pays only
+// where contention slows the work. The agent (from reported service_ms and
+// each task's cost_ms) and the simulator keep one each. The zero value is
+// empty and ready; it is not safe for concurrent use.
+type SlowdownWindow struct {
+	svc, cost [SlowdownWindowSize]float64
+	n, next   int
+	sumSvc    float64
+	sumCost   float64
+}
+
+// SlowdownWindowSize is how many finished tasks the window holds.
+const SlowdownWindowSize = 128
+
+// Add records one finished task's service time and expected cost (ms).
+// A value that is not finite and positive is ignored: a task without a
+// described cost or a reported service time says nothing of its slowdown.
+func (w *SlowdownWindow) Add(serviceMs, expectedMs float64) {
+	if !(serviceMs > 0 && expectedMs > 0) || math.IsInf(serviceMs, 0) || math.IsInf(expectedMs, 0) {
+		return
+	}
+	if w.n == SlowdownWindowSize {
+		w.sumSvc -= w.svc[w.next]
+		w.sumCost -= w.cost[w.next]
+	} else {
+		w.n++
+	}
+	w.svc[w.next], w.cost[w.next] = serviceMs, expectedMs
+	w.sumSvc += serviceMs
+	w.sumCost += expectedMs
+	w.next = (w.next + 1) % SlowdownWindowSize
+	if w.next == 0 {
+		w.resum() // no drift from a long run of subtractions
+	}
+}
+
+func (w *SlowdownWindow) resum() {
+	w.sumSvc, w.sumCost = 0, 0
+	for i := range w.n {
+		w.sumSvc += w.svc[i]
+		w.sumCost += w.cost[i]
+	}
+}
+
+// Value is the window's slowdown, NaN until it holds MinSlowdownSamples
+// tasks.
+func (w *SlowdownWindow) Value() float64 {
+	if w.n < MinSlowdownSamples {
+		return math.NaN()
+	}
+	return w.sumSvc / w.sumCost
+}
+
+// MinSlowdownSamples is how many finished tasks the slowdown needs before
+// it is believed.
+const MinSlowdownSamples = 16
