@@ -25,12 +25,7 @@ import (
 // guard. Each round decides a task of a new class through the CLI, then
 // reports its outcome, so the next one finds the queue empty again.
 func TestDecideKeepsUrgentWorkOutOfTheBackgroundOnAContendedNode(t *testing.T) {
-	testenv.RequireBPF(t, "the agent's run-queue probes need root")
-	load, err := proc.StartLoad(proc.LoadConfig{Spinners: 6, Name: "decide-contended"})
-	if err != nil {
-		t.Fatalf("starting six spinners: %v", err)
-	}
-	defer load.Close()
+	defer contendedNode(t, "decide-contended")()
 	a, stop := startTestAgent(t, agent.Config{ExperienceDir: "-", StateInterval: 50 * time.Millisecond})
 	defer stop()
 	// The contention must be what the agent reads before it decides: the
@@ -80,4 +75,17 @@ func TestDecideKeepsUrgentWorkOutOfTheBackgroundOnAContendedNode(t *testing.T) {
 	if v := a.ModelVersion(); v == policy.BootstrapVersion {
 		t.Errorf("the agent serves the bootstrap rule %q, not a trained model", v)
 	}
+}
+
+// contendedNode makes this node's CPUs contended by six spinning processes
+// (this machine has two) for a test of the agent's run-queue probes, which
+// need root; the returned function stops them.
+func contendedNode(t *testing.T, name string) (stop func()) {
+	t.Helper()
+	testenv.RequireBPF(t, "the agent's run-queue probes need root")
+	load, err := proc.StartLoad(proc.LoadConfig{Spinners: 6, Name: name})
+	if err != nil {
+		t.Fatalf("starting six spinners: %v", err)
+	}
+	return func() { load.Close() }
 }

@@ -7,8 +7,6 @@ import (
 
 	"github.com/triage-agent/triage/agent"
 	"github.com/triage-agent/triage/client"
-	"github.com/triage-agent/triage/internal/bench/proc"
-	"github.com/triage-agent/triage/internal/testenv"
 	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/wire"
 )
@@ -21,12 +19,7 @@ import (
 // (--ablate kernel) sends the calm reserve under the same load: the
 // reserve comes from the kernel, nothing else.
 func TestContendedNodeRaisesTheBackgroundReserve(t *testing.T) {
-	testenv.RequireBPF(t, "the agent's run-queue probes need root")
-	load, err := proc.StartLoad(proc.LoadConfig{Spinners: 6, Name: "reserve-contended"})
-	if err != nil {
-		t.Fatalf("starting six spinners: %v", err)
-	}
-	defer load.Close()
+	defer contendedNode(t, "reserve-contended")()
 	for _, c := range []struct {
 		blind bool
 		want  float64
