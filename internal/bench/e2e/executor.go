@@ -143,20 +143,15 @@ type run struct {
 	cond   *sync.Cond
 	queue  *train.Queue // the executor contract; guarded by mu
 	busy   int          // workers serving; guarded by mu
-	// reserve is the share of the workers background work leaves free:
-	// the agent's latest (policy.Reserve, sent with its answers and
-	// tables), policy.CalmReserve for FIFO and the in-process rules;
-	// guarded by mu.
-	reserve float64
-	closed  bool
-	stop    atomic.Bool
-	done    atomic.Int64 // finished tasks
-	doneCh  chan struct{}
-	report  chan *wire.Outcome
-	res     Result
-	errMu   sync.Mutex
-	errs    []error
-	cancel  context.CancelFunc // ends the run early, on a worker's error
+	closed bool
+	stop   atomic.Bool
+	done   atomic.Int64 // finished tasks
+	doneCh chan struct{}
+	report chan *wire.Outcome
+	res    Result
+	errMu  sync.Mutex
+	errs   []error
+	cancel context.CancelFunc // ends the run early, on a worker's error
 }
 
 // fifo is whether this run serves FIFO (no agent, no rule).
@@ -231,7 +226,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// SJF) serve strictly by key; priorities get the whole contract
 	// (levels, deadline order, the late-work rule, the background tier).
 	r.queue = train.NewQueue(&r.outs, r.keyOrdered())
-	r.reserve = policy.CalmReserve
 	r.res = Result{Label: cfg.Label, TimeScale: scale, IOWriteMs: nd.writeMs, DiskSettle: nd.settled}
 	if len(r.tasks) == 0 {
 		r.res.Metrics = train.Summarise(sc, r.outs)
@@ -406,14 +400,15 @@ func (r *run) next() int {
 }
 
 // currentReserve is the share of the workers background work leaves free:
-// the agent's latest where it sends one, else the run's own.
+// the agent's latest where it sends one, else the calm quarter (FIFO, the
+// in-process rules, an agent that has sent none yet).
 func (r *run) currentReserve() float64 {
 	if ra, ok := r.cfg.Agent.(ReserveAgent); ok {
 		if share, ok := ra.BackgroundReserve(); ok {
 			return share
 		}
 	}
-	return r.reserve
+	return policy.CalmReserve
 }
 
 // finished frees the worker and returns how many were busy with it. No
