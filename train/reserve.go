@@ -14,31 +14,38 @@ type Reserver interface {
 }
 
 // Reserve implements Reserver: the reserve of the state the network sees.
-func (p *GuardedPolicy) Reserve(v *NodeView) float64 { return seenReserve(p.Decider, v) }
+func (p *GuardedPolicy) Reserve(v *NodeView) float64 { return seenReserve(v, blindTo(p.Decider)) }
 
 // Reserve implements Reserver, as GuardedPolicy's.
-func (p *DeciderPolicy) Reserve(v *NodeView) float64 { return seenReserve(p.Decider, v) }
+func (p *DeciderPolicy) Reserve(v *NodeView) float64 { return seenReserve(v, blindTo(p.Decider)) }
 
 // Reserve implements Reserver: the trainer's episodes and checkpoint
 // validation run under the reserve the agent serves, so a network learns
 // the executor it will be served with (training and serving share
 // policy.Reserve, as they share policy.Vector).
-func (p *MLPPolicy) Reserve(v *NodeView) float64 { return policy.Reserve(&v.State, v.Slowdown) }
+func (p *MLPPolicy) Reserve(v *NodeView) float64 { return seenReserve(v, nil) }
 
-// Reserve implements Reserver: blind to the kernel, the calm reserve.
-func (p *blindMLP) Reserve(*NodeView) float64 { return policy.CalmReserve }
+// Reserve implements Reserver: blind to the kernel, as it decides.
+func (p *blindMLP) Reserve(v *NodeView) float64 { return seenReserve(v, policy.KernelFeatures) }
 
 // Reserve implements Reserver, as MLPPolicy's: the behaviour policy of
 // training, whoever (network, teacher, exploration) decided the task.
-func (e explorer) Reserve(v *NodeView) float64 { return policy.Reserve(&v.State, v.Slowdown) }
+func (e explorer) Reserve(v *NodeView) float64 { return seenReserve(v, nil) }
 
-// seenReserve is policy.Reserve of st as d sees it: an AblatedDecider
-// sees its features neutral, so a model blind to the kernel asks for the
-// calm reserve, as the agent with `--ablate kernel` does.
-func seenReserve(d policy.Decider, v *NodeView) float64 {
+// seenReserve is policy.Reserve of the node as a policy blind to the
+// features off sees it: with the kernel features neutral, a model asks
+// for the calm reserve, as the agent with `--ablate kernel` does.
+func seenReserve(v *NodeView, off []int) float64 {
 	st := v.State
-	if a, ok := d.(*AblatedDecider); ok {
-		neutralise(&st, a.Off)
-	}
+	neutralise(&st, off)
 	return policy.Reserve(&st, v.Slowdown)
+}
+
+// blindTo is the features d decides without: an AblatedDecider's, else
+// none.
+func blindTo(d policy.Decider) []int {
+	if a, ok := d.(*AblatedDecider); ok {
+		return a.Off
+	}
+	return nil
 }
