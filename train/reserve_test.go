@@ -1,7 +1,6 @@
 package train
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/triage-agent/triage/policy"
@@ -16,36 +15,6 @@ func (p backgroundAsking) Assign(t *Task, _ *NodeView) (int, float64, error) {
 	return 0, t.DeadlineMs(), nil
 }
 func (p backgroundAsking) Reserve(*NodeView) float64 { return p.share }
-
-// mostInService is the most tasks ever in service at once.
-func mostInService(out []Outcome) int {
-	type edge struct {
-		at    float64
-		delta int
-	}
-	var edges []edge
-	for _, o := range out {
-		if o.Started {
-			edges = append(edges, edge{o.StartMs, 1}, edge{o.FinishMs, -1})
-		}
-	}
-	// Finishes before starts at the same instant: a freed worker is reused.
-	slices.SortFunc(edges, func(a, b edge) int {
-		if a.at != b.at {
-			if a.at < b.at {
-				return -1
-			}
-			return 1
-		}
-		return a.delta - b.delta
-	})
-	n, most := 0, 0
-	for _, e := range edges {
-		n += e.delta
-		most = max(most, n)
-	}
-	return most
-}
 
 // The executor honours the reserve a Reserver asks for: with 8 workers and
 // every task in the background, at most 8 − 2 run at once on the calm
@@ -67,7 +36,7 @@ func TestSimulatorHoldsBackTheReserveItsPolicyAsksFor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := mostInService(out); got != c.most {
+		if got := MostAtOnce(out, 0); got != c.most {
 			t.Errorf("%T %v: at most %d in service, want %d", c.p, c.p, got, c.most)
 		}
 	}

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -132,36 +130,10 @@ func TestRuleRunKeepsTheReserve(t *testing.T) {
 			t.Fatalf("task %d (SLA %v ms) at level %d, want %d", o.ID, o.SLAMs, o.Level, want)
 		}
 	}
-	most := mostInBackground(res.Outcomes)
+	most := train.MostAtOnce(res.Outcomes, 0)
 	if limit := sc.Workers - train.BackgroundReserve(sc.Workers); most > limit || most == 0 {
 		t.Fatalf("at most %d background tasks ran at once, want 1..%d", most, limit)
 	}
-}
-
-// mostInBackground is the most background (level 0) tasks that ran at once.
-func mostInBackground(outs []train.Outcome) int {
-	type edge struct {
-		t     float64
-		delta int
-	}
-	var edges []edge
-	for _, o := range outs {
-		if o.Finished && o.Level == 0 {
-			edges = append(edges, edge{o.StartMs, 1}, edge{o.FinishMs, -1})
-		}
-	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		if a.t != b.t {
-			return cmp.Compare(a.t, b.t)
-		}
-		return a.delta - b.delta // a finish before a start at the same instant
-	})
-	running, most := 0, 0
-	for _, e := range edges {
-		running += e.delta
-		most = max(most, running)
-	}
-	return most
 }
 
 // reserveAsking answers every task with the background and asks the
@@ -203,7 +175,7 @@ func TestAgentRunKeepsTheAgentsReserve(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := mostInBackground(res.Outcomes); got != c.most {
+		if got := train.MostAtOnce(res.Outcomes, 0); got != c.most {
 			t.Errorf("agent asking for %v: at most %d background tasks at once, want %d", c.share, got, c.most)
 		}
 	}
