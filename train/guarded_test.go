@@ -43,7 +43,7 @@ func sameRun(t *testing.T, what string, a, b []Outcome) {
 // state): what a guard that takes every task serves.
 type asServed struct{ Controller }
 
-func (c asServed) Reserve(v *NodeView) float64 { return policy.Reserve(&v.State, v.Slowdown) }
+func (c asServed) Reserve(v *NodeView) float64 { return seenReserve(v, nil) }
 
 // Where the network is unsure of every task, the guarded policy runs
 // exactly as its controller alone (with the agent's reserve): same levels, keys and finishes, every
