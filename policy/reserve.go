@@ -13,16 +13,21 @@ import "math"
 // DecideResponse.background_reserve); an executor that honours it starts a
 // background task only while more than Reserve(...)×workers are free.
 //
-// The rule: a quarter of the workers on a calm node; half of them while
-// the kernel says the CPUs are contended (run-queue latency p99 at or over
-// ContendedRunqP99Us) and the work says it feels it (the recent tasks ran
-// at least MinReserveSlowdown times their described cost, or too few have
-// finished to tell). On a contended node every extra runnable worker
-// slows every other one, the urgent ones included, so the background work
-// that would run there costs the foreground more than on a calm node. Work
-// that contention does not slow (it waits on something else, or it is the
+// The rule: a quarter of the workers on a calm node; half of them on a
+// contended one. Which node is contended is said by the work itself where
+// it can say it: the recent tasks ran at least MinReserveSlowdown times
+// their described cost (SlowdownWindow, from the service times upstreams
+// report), whatever slowed them (the CPUs, the disk, a neighbour). Where
+// no slowdown is known (too few tasks finished, or an upstream that
+// reports no service times) the kernel says it: the run-queue latency p99
+// at or over ContendedRunqP99Us. On a contended node every extra running
+// worker slows every other one, the urgent ones included, and a background
+// task holds its worker longer than described, so the background work that
+// would run there costs the foreground more than on a calm node. Work that
+// contention does not slow (it waits on something else, or it is the
 // bench's wall-clock work) gains nothing from being held back and loses
-// its throughput, hence the second condition.
+// its throughput, hence a known slowdown under the line keeps the node
+// calm whatever the kernel says.
 // Chosen on generated scenarios only (docs/policy.md, "The background
 // reserve"); the shared scenarios were reported on, not chosen on.
 const (
@@ -31,13 +36,15 @@ const (
 	CalmReserve = 0.25
 	// ContendedReserve is the share held back on a contended node.
 	ContendedReserve = 0.5
-	// ContendedRunqP99Us is the run-queue latency p99 (µs) from which the
-	// node counts as contended: 1 ms. On the calibrated 2-CPU node one
+	// ContendedRunqP99Us is the run-queue latency p99 (µs) from which a
+	// node whose slowdown is unknown counts as contended: 1 ms. On the calibrated 2-CPU node one
 	// runnable thread per CPU reads about 60 µs and 1.5 per CPU 4.6 ms
 	// (train/calibration/default.json).
 	ContendedRunqP99Us = 1000
-	// MinReserveSlowdown is the slowdown (SlowdownWindow) under which a
-	// contended kernel is not believed: the work runs as described.
+	// MinReserveSlowdown is the slowdown (SlowdownWindow) from which the
+	// node counts as contended: the work runs a quarter slower than
+	// described. Under it the work runs as described, and a contended
+	// kernel is not believed.
 	MinReserveSlowdown = 1.25
 )
 
@@ -47,15 +54,17 @@ var contendedRunqFeature = float32(runqRange.scale(ContendedRunqP99Us))
 // Reserve is the background reserve for a node whose state (the node's
 // part of a state vector) is s and whose recent tasks ran slowdown times
 // their described cost (SlowdownWindow.Value; NaN, or 0 or less, when
-// unknown, which believes the kernel alone):
-// CalmReserve, or ContendedReserve while the run-queue latency p99 says the
-// CPUs are contended and the slowdown is not under MinReserveSlowdown. A
-// node whose kernel says nothing (the feature at its neutral value, 0) is
-// calm: the reserve never rises without the kernel, which is what
-// `--ablate kernel` shows.
+// unknown): ContendedReserve when the slowdown is at least
+// MinReserveSlowdown, or, the slowdown unknown, when the run-queue latency
+// p99 says the CPUs are contended; else CalmReserve. A node whose kernel
+// says nothing (the feature at its neutral value, 0) and whose slowdown is
+// unknown is calm.
 func Reserve(s *State, slowdown float64) float64 {
-	feelsIt := !(slowdown > 0 && slowdown < MinReserveSlowdown)
-	if s[FeatRunqP99] >= contendedRunqFeature && feelsIt {
+	contended := slowdown >= MinReserveSlowdown
+	if !(slowdown > 0) { // unknown: the kernel alone
+		contended = s[FeatRunqP99] >= contendedRunqFeature
+	}
+	if contended {
 		return ContendedReserve
 	}
 	return CalmReserve

@@ -5,33 +5,38 @@ import (
 	"testing"
 )
 
-func TestReserveRisesOnlyWhenTheKernelSaysTheCPUsAreContended(t *testing.T) {
+func TestReserveFollowsTheWorksSlowdownAndTheKernelWhereItIsUnknown(t *testing.T) {
 	calm, contended := Neutral, Neutral
 	if got := Reserve(&calm, math.NaN()); got != CalmReserve {
-		t.Fatalf("neutral (a kernel that says nothing) = %v, want %v", got, CalmReserve)
+		t.Fatalf("neutral (a kernel that says nothing), slowdown unknown = %v, want %v", got, CalmReserve)
 	}
 	in := Inputs{RunqP99Us: ContendedRunqP99Us * 0.9, SLAMs: 20, CostMs: 2}
 	calm = Vector(&in)
 	in.RunqP99Us = ContendedRunqP99Us
 	contended = Vector(&in)
-	if got := Reserve(&calm, math.NaN()); got != CalmReserve {
-		t.Errorf("run-queue p99 just under the line = %v, want %v", got, CalmReserve)
+	// The slowdown unknown (NaN, 0, negative), the run queue decides, at
+	// its line.
+	for _, unknown := range []float64{math.NaN(), 0, -1} {
+		if got := Reserve(&calm, unknown); got != CalmReserve {
+			t.Errorf("slowdown %v, run-queue p99 just under the line = %v, want %v", unknown, got, CalmReserve)
+		}
+		if got := Reserve(&contended, unknown); got != ContendedReserve {
+			t.Errorf("slowdown %v, run-queue p99 at the line = %v, want %v", unknown, got, ContendedReserve)
+		}
 	}
-	if got := Reserve(&contended, math.NaN()); got != ContendedReserve {
-		t.Errorf("run-queue p99 at the line = %v, want %v", got, ContendedReserve)
-	}
-	// The work must feel the contention: a slowdown under the line keeps
-	// it calm; one at the line, or unknown (NaN, 0), believes the kernel.
+	// A known slowdown decides, at its line, whatever the kernel says.
 	for _, c := range []struct {
 		slowdown float64
 		want     float64
-	}{{1, CalmReserve}, {MinReserveSlowdown * 0.99, CalmReserve}, {MinReserveSlowdown, ContendedReserve}, {3, ContendedReserve}, {0, ContendedReserve}, {-1, ContendedReserve}} {
-		if got := Reserve(&contended, c.slowdown); got != c.want {
-			t.Errorf("contended kernel, slowdown %v: %v, want %v", c.slowdown, got, c.want)
+	}{{1, CalmReserve}, {MinReserveSlowdown * 0.99, CalmReserve}, {MinReserveSlowdown, ContendedReserve}, {3, ContendedReserve}, {math.Inf(1), ContendedReserve}} {
+		for name, s := range map[string]*State{"calm kernel": &calm, "contended kernel": &contended} {
+			if got := Reserve(s, c.slowdown); got != c.want {
+				t.Errorf("%s, slowdown %v: %v, want %v", name, c.slowdown, got, c.want)
+			}
 		}
 	}
-	// Only the run-queue feature moves it: a full CPU and a slow disk with
-	// a short run queue is a calm node for the reserve.
+	// Of the kernel, only the run-queue feature moves it: a full CPU and a
+	// slow disk with a short run queue is a calm node for the reserve.
 	busy := calm
 	busy[FeatCPUUtil], busy[FeatBlkioP99], busy[FeatQueue] = 1, 1, 1
 	if got := Reserve(&busy, math.NaN()); got != CalmReserve {

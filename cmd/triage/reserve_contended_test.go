@@ -16,8 +16,9 @@ import (
 // of their workers back from background work (policy.ContendedReserve):
 // in its node state, in its decide answers and in the decision tables a
 // client decides from locally. The same agent blind to the kernel
-// (--ablate kernel) sends the calm reserve under the same load: the
-// reserve comes from the kernel, nothing else.
+// (--ablate kernel) sends the calm reserve under the same load: no outcome
+// is reported, so no slowdown is known (policy.Reserve), and the reserve
+// comes from the kernel, nothing else.
 func TestContendedNodeRaisesTheBackgroundReserve(t *testing.T) {
 	defer contendedNode(t, "reserve-contended")()
 	for _, c := range []struct {
