@@ -112,7 +112,7 @@ var (
 	descProbeCPU    = prometheus.NewDesc("triage_probe_cpu_seconds_total", "In-kernel run time of the probe's BPF programs (charged to the tasks they interrupt, not to the agent); with --probe-cpu-stats only.", []string{"probe"}, nil)
 	descSource      = prometheus.NewDesc("triage_feature_source", "1 for the source that feeds each state feature (ebpf, netlink, procfs, none, descriptor, outcomes, agent).", []string{"feature", "source"}, nil)
 	descQueueLen    = prometheus.NewDesc("triage_queue_tasks", "Tasks decided and not yet finished (feature 0's numerator).", nil, nil)
-	descReserve     = prometheus.NewDesc("triage_background_reserve", "Share of the upstream's workers that background work (priority 0) should leave free now, as sent with every answer and table: 0.25 calm, 0.5 while the run-queue p99 is 1 ms or more and recent tasks ran at least 1.25 times their described cost.", nil, nil)
+	descReserve     = prometheus.NewDesc("triage_background_reserve", "Share of the upstream's workers that background work (priority 0) should leave free now, as sent with every answer and table: 0.25 calm, 0.5 while recent tasks ran at least 1.25 times their described cost (before any reported a service time: while the run-queue p99 is 1 ms or more).", nil, nil)
 	descQueueCap    = prometheus.NewDesc("triage_queue_capacity", "Worker slots of the upstream executor on this node (feature 0's denominator).", nil, nil)
 	descReloads     = prometheus.NewDesc("triage_model_swaps_total", "Models hot-swapped in.", nil, nil)
 	descReloadErrAt = prometheus.NewDesc("triage_model_reload_last_failure_timestamp_seconds", "When the last model file was refused (0: never).", nil, nil)

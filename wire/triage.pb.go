@@ -296,9 +296,10 @@ type DecideResponse struct {
 	StateEpoch uint64                 `protobuf:"varint,4,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"` // node-state snapshot the decisions used
 	// Share of the executor's workers that background work (priority 0)
 	// must leave free now, from the agent's latest node state (0.25 calm,
-	// 0.5 while the run-queue p99 is 1 ms or more and recent tasks ran at
-	// least 1.25 times their cost_ms; 0 = not sent, an
-	// agent from before it). docs/endpoint.md, "The background reserve".
+	// 0.5 while recent tasks ran at least 1.25 times their cost_ms, or,
+	// before any reported a service_ms, while the run-queue p99 is 1 ms or
+	// more; 0 = not sent, an agent from before it). docs/endpoint.md, "The
+	// background reserve".
 	BackgroundReserve float32 `protobuf:"fixed32,5,opt,name=background_reserve,json=backgroundReserve,proto3" json:"background_reserve,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
