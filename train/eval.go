@@ -88,6 +88,9 @@ type EvalNode struct {
 	// Vary is the probability that a run's node reads its kernel features
 	// unlike the calibrated one (SimConfig.VaryNode).
 	Vary float64
+	// NoServiceTimes is an upstream that reports no service times
+	// (SimConfig.NoServiceTimes).
+	NoServiceTimes bool
 }
 
 // evaluate is Evaluate on node; every policy runs on the same node, a
@@ -102,7 +105,7 @@ func evaluate(sc *Scenario, seed int64, node EvalNode, policies []Policy) (*Eval
 		if _, dup := ev.Policies[p.Name()]; dup {
 			return nil, fmt.Errorf("evaluating %s: policy %q given twice", sc.Name, p.Name())
 		}
-		out, err := RunTasks(sc, tasks, p, SimConfig{Seed: seed, VaryNode: node.Vary, Calibration: node.Calibration})
+		out, err := RunTasks(sc, tasks, p, SimConfig{Seed: seed, VaryNode: node.Vary, Calibration: node.Calibration, NoServiceTimes: node.NoServiceTimes})
 		if err != nil {
 			return nil, err
 		}

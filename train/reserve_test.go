@@ -58,3 +58,58 @@ func TestModelRowsAskForTheReserveOfWhatTheySee(t *testing.T) {
 		t.Errorf("blind to the kernel: %v, want %v", got, policy.CalmReserve)
 	}
 }
+
+// slowdownSeen serves every task at level 1 and asks for the reserve of
+// what it sees, as the model rows do, recording the slowdowns it was shown.
+type slowdownSeen struct {
+	known, unknown int
+	most           float64
+	contended      int // reserves asked above the calm one
+}
+
+func (p *slowdownSeen) Name() string { return "slowdown-seen" }
+func (p *slowdownSeen) Assign(t *Task, _ *NodeView) (int, float64, error) {
+	return 1, t.DeadlineMs(), nil
+}
+func (p *slowdownSeen) Reserve(v *NodeView) float64 {
+	if v.Slowdown > 0 {
+		p.known++
+		p.most = max(p.most, v.Slowdown)
+	} else {
+		p.unknown++
+	}
+	r := seenReserve(v, nil)
+	if r > policy.CalmReserve {
+		p.contended++
+	}
+	return r
+}
+
+// On a node whose one CPU a neighbour's threads share, the policies see
+// the work's slowdown once enough tasks finished, and ask for the
+// contended reserve from it; with an upstream that reports no service
+// times (SimConfig.NoServiceTimes) they never see one, and the reserve
+// they ask for follows the kernel's run queue alone.
+func TestPoliciesSeeTheSlowdownOnlyWhereServiceTimesAreReported(t *testing.T) {
+	sc := mustParseScenario(t, `{"name":"slowed","seed":5,"duration_s":6,"workers":4,"node":{"cpus":1},
+	 "arrival":{"process":"poisson","rate_per_s":60},
+	 "interference":[{"kind":"cpu","at_s":0,"for_s":6,"threads":3}],
+	 "classes":[{"name":"a","share":1,"sla_ms":200,"cost_ms":{"dist":"constant","value":5}}]}`)
+	var reported, unreported slowdownSeen
+	if _, err := Run(sc, &reported, SimConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(sc, &unreported, SimConfig{NoServiceTimes: true}); err != nil {
+		t.Fatal(err)
+	}
+	if reported.known == 0 || reported.most < policy.MinReserveSlowdown || reported.contended == 0 {
+		t.Errorf("service times reported: %d tasks saw a slowdown (most %.2f), %d asked for more than the calm reserve; want the slowdown seen at %v or more, and acted on",
+			reported.known, reported.most, reported.contended, policy.MinReserveSlowdown)
+	}
+	if unreported.known != 0 || unreported.unknown == 0 {
+		t.Errorf("no service times: %d tasks saw a slowdown, %d none; want none seen", unreported.known, unreported.unknown)
+	}
+	if unreported.contended == 0 {
+		t.Errorf("no service times, a CPU shared four ways: no task asked for the contended reserve; want the run queue to ask for it")
+	}
+}

@@ -90,6 +90,11 @@ type SimConfig struct {
 	// Calibration is what the node's signals and slowdowns are drawn from;
 	// nil uses DefaultCalibration.
 	Calibration *Calibration
+	// NoServiceTimes is an upstream that reports no service times: the
+	// policies never know the node's slowdown (NodeView.Slowdown is NaN),
+	// so the background reserve follows the kernel alone, as the agent's
+	// does for such an upstream (policy.Reserve).
+	NoServiceTimes bool
 	// OnDecide, when set, is called after each decision; OnFinish after
 	// each finished task, in simulated-time order. They let the trainer
 	// learn while the run goes on.
@@ -248,6 +253,9 @@ func (s *simulator) arrive(i int, p Policy) error {
 	o.State = s.sig.state(o, s.queue.Len()+s.busy(), &s.inFlight, s.now)
 	s.view.sim, s.view.Now, s.view.Workers, s.view.State = s, s.now, s.workers, o.State
 	s.view.Slowdown = s.sig.slowdown.Value()
+	if s.cfg.NoServiceTimes {
+		s.view.Slowdown = math.NaN()
+	}
 	level, key, err := p.Assign(&o.Task, &s.view)
 	if err != nil {
 		return fmt.Errorf("task %d: %w", o.ID, err)
