@@ -127,3 +127,40 @@ func TestEvalPrintsPeriodsOfInterference(t *testing.T) {
 		t.Errorf("a scenario without interference: err %v, per-period table printed:\n%s", err, out)
 	}
 }
+
+// `triage eval --no-service-times` simulates an upstream that reports no
+// service_ms: on the project's disk-storm scenario (3 workers, where the
+// run queue never says contended but the work slows) the reserve then
+// never rises, and the dqn row scores below the one that knows the
+// slowdown; the baselines, which keep the fixed reserve, score the same.
+func TestEvalWithoutServiceTimesLeavesTheReserveToTheKernel(t *testing.T) {
+	sc := filepath.Join("..", "..", "testdata", "scenarios", "intf-io-backup.json")
+	sla := func(args ...string) map[string]float64 {
+		t.Helper()
+		out, err := captureStdout(t, func() error { return runEval(append([]string{"--scenario", sc, "--json", "--per-class=false"}, args...)) })
+		if err != nil {
+			t.Fatalf("eval %v: %v\n%s", args, err, out)
+		}
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		var got struct {
+			Policies map[string]map[string]float64 `json:"policies"`
+		}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
+			t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
+		}
+		m := map[string]float64{}
+		for name, p := range got.Policies {
+			m[name] = p["sla_attainment"]
+		}
+		return m
+	}
+	with, without := sla(), sla("--no-service-times")
+	if !(with["dqn"] > without["dqn"]+0.01) {
+		t.Errorf("dqn: %.4f knowing the slowdown, %.4f without service times; want the first higher by a point or more", with["dqn"], without["dqn"])
+	}
+	for _, name := range []string{"fifo", "reserve-rule", "gradient2"} {
+		if with[name] != without[name] {
+			t.Errorf("%s, which keeps the fixed reserve: %.4f and %.4f; want the same", name, with[name], without[name])
+		}
+	}
+}
