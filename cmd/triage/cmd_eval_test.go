@@ -137,7 +137,9 @@ func TestEvalWithoutServiceTimesLeavesTheReserveToTheKernel(t *testing.T) {
 	sc := filepath.Join("..", "..", "testdata", "scenarios", "intf-io-backup.json")
 	sla := func(args ...string) map[string]float64 {
 		t.Helper()
-		out, err := captureStdout(t, func() error { return runEval(append([]string{"--scenario", sc, "--json", "--per-class=false"}, args...)) })
+		out, err := captureStdout(t, func() error {
+			return runEval(append([]string{"--scenario", sc, "--json", "--per-class=false"}, args...))
+		})
 		if err != nil {
 			t.Fatalf("eval %v: %v\n%s", args, err, out)
 		}
