@@ -37,9 +37,9 @@ const (
 	// ContendedReserve is the share held back on a contended node.
 	ContendedReserve = 0.5
 	// ContendedRunqP99Us is the run-queue latency p99 (µs) from which a
-	// node whose slowdown is unknown counts as contended: 1 ms. On the calibrated 2-CPU node one
-	// runnable thread per CPU reads about 60 µs and 1.5 per CPU 4.6 ms
-	// (train/calibration/default.json).
+	// node whose slowdown is unknown counts as contended: 1 ms. On the
+	// calibrated 2-CPU node one runnable thread per CPU reads about 60 µs
+	// and 1.5 per CPU 4.6 ms (train/calibration/default.json).
 	ContendedRunqP99Us = 1000
 	// MinReserveSlowdown is the slowdown (SlowdownWindow) from which the
 	// node counts as contended: the work runs a quarter slower than

@@ -5,7 +5,8 @@ import "github.com/triage-agent/triage/policy"
 // Reserver is a policy that tells the executor, with each decision, the
 // share of the workers that background work must leave free
 // (policy.Reserve): the agent's policy does, from the node state it
-// decided with, and the agent sends it with every node state and answer.
+// decided with and the work's slowdown, and the agent sends it with every
+// node state and answer.
 // The simulator holds the share the latest decision gave until the next
 // one, as an executor holds the latest it was told. A policy without it
 // (the baselines, which read no kernel) gets policy.CalmReserve.
@@ -34,7 +35,8 @@ func (e explorer) Reserve(v *NodeView) float64 { return seenReserve(v, nil) }
 
 // seenReserve is policy.Reserve of the node as a policy blind to the
 // features off sees it: with the kernel features neutral, a model asks
-// for the calm reserve, as the agent with `--ablate kernel` does.
+// for the reserve of the work's slowdown alone (the calm one while it is
+// unknown), as the agent with `--ablate kernel` does.
 func seenReserve(v *NodeView, off []int) float64 {
 	st := v.State
 	neutralise(&st, off)

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"math"
 	"testing"
 
 	"github.com/triage-agent/triage/policy"
@@ -42,12 +43,13 @@ func TestSimulatorHoldsBackTheReserveItsPolicyAsksFor(t *testing.T) {
 	}
 }
 
-// The model's rows ask for the reserve of the state they see: the
-// contended one on a contended node, and the calm one when blind to the
-// kernel (dqn-ablated), as the agent with --ablate kernel sends.
+// The model's rows ask for the reserve of the state they see: while no
+// slowdown is known, the contended one on a contended kernel, and the calm
+// one when blind to the kernel (dqn-ablated), as the agent with --ablate
+// kernel sends; once the work's slowdown is known, it decides for both.
 func TestModelRowsAskForTheReserveOfWhatTheySee(t *testing.T) {
 	in := policy.Inputs{RunqP99Us: 5 * policy.ContendedRunqP99Us, SLAMs: 20, CostMs: 2}
-	v := &NodeView{State: policy.Vector(&in)}
+	v := &NodeView{State: policy.Vector(&in), Slowdown: math.NaN()}
 	sess := policy.NewGoDecider(constNet([policy.NumActions]float32{4: 1}), policy.CurrentMetadata("test", ""))
 	seeing := &DeciderPolicy{Label: "dqn", Decider: sess}
 	blind := &DeciderPolicy{Label: "dqn-ablated", Decider: &AblatedDecider{Decider: sess, Off: policy.KernelFeatures}}
@@ -56,6 +58,17 @@ func TestModelRowsAskForTheReserveOfWhatTheySee(t *testing.T) {
 	}
 	if got := blind.Reserve(v); got != policy.CalmReserve {
 		t.Errorf("blind to the kernel: %v, want %v", got, policy.CalmReserve)
+	}
+	for _, c := range []struct {
+		slowdown float64
+		want     float64
+	}{{2, policy.ContendedReserve}, {1, policy.CalmReserve}} {
+		v.Slowdown = c.slowdown
+		for _, p := range []*DeciderPolicy{seeing, blind} {
+			if got := p.Reserve(v); got != c.want {
+				t.Errorf("%s, slowdown %v known: %v, want %v", p.Label, c.slowdown, got, c.want)
+			}
+		}
 	}
 }
 

@@ -123,8 +123,9 @@ type AgentStats struct {
 	RemoteDecideP50Us float64 `json:"remote_decide_p50_us"`
 	RemoteDecideP99Us float64 `json:"remote_decide_p99_us"`
 	// HeldBackStarts is how many of the agent run's tasks started while
-	// the agent asked for more than the calm background reserve (its
-	// kernel said the CPUs were contended).
+	// the agent asked for more than the calm background reserve (the work
+	// ran slow, or, before that was known, its kernel said the CPUs were
+	// contended; policy.Reserve).
 	HeldBackStarts int `json:"held_back_starts"`
 }
 

@@ -117,7 +117,7 @@ type Result struct {
 	LateStarts int
 	// HeldBackStarts counts the tasks started while the agent asked for
 	// more than the calm reserve (policy.CalmReserve): how much of the run
-	// the kernel said the node was contended.
+	// the agent counted the node as contended (policy.Reserve).
 	HeldBackStarts int
 	// IOWriteMs is the run's I/O unit (Config.IOWriteMs, or measured at
 	// its start when that is 0), and DiskSettle how long the run waited
