@@ -18,9 +18,8 @@ func TestBenchCodecCommand(t *testing.T) {
 	if err := benchCodecCommand(&out, []string{"--input", codecSample, "--json", "--passes", "1"}); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	var r benchcodec.Result
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+	if err := json.Unmarshal([]byte(lastLine(out.String())), &r); err != nil {
 		t.Fatalf("last line is not the JSON result: %v\n%s", err, out.String())
 	}
 	if r.Frames != 100 || r.WireBytes <= 0 || r.WireBytes >= r.ZstdOnlyBytes {

@@ -27,6 +27,12 @@ func captureStdout(t *testing.T, f func() error) (string, error) {
 	return string(<-done), ferr
 }
 
+// lastLine is a command's last line of output: where --json puts its object.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
 // `triage eval --json`: the last line is exactly the contract object, with
 // the DQN (the embedded model through ONNX Runtime) under "dqn".
 func TestEvalJSONLastLine(t *testing.T) {
@@ -37,15 +43,14 @@ func TestEvalJSONLastLine(t *testing.T) {
 	if err != nil {
 		t.Fatalf("eval: %v\n%s", err, out)
 	}
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	var got struct {
 		Scenario string                        `json:"scenario"`
 		Policies map[string]map[string]float64 `json:"policies"`
 	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(lines[len(lines)-1])))
+	dec := json.NewDecoder(strings.NewReader(lastLine(out)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&got); err != nil {
-		t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
+		t.Fatalf("last line %q: %v", lastLine(out), err)
 	}
 	names := []string{"dqn", "dqn-unguarded", "fifo", "edf", "sjf", "static-class", "slack-rule", "reserve-rule", "codel-lifo", "shed-pi", "gradient2"}
 	if got.Scenario != "cli" || len(got.Policies) != len(names) {
@@ -143,12 +148,11 @@ func TestEvalWithoutServiceTimesLeavesTheReserveToTheKernel(t *testing.T) {
 		if err != nil {
 			t.Fatalf("eval %v: %v\n%s", args, err, out)
 		}
-		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 		var got struct {
 			Policies map[string]map[string]float64 `json:"policies"`
 		}
-		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
-			t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
+		if err := json.Unmarshal([]byte(lastLine(out)), &got); err != nil {
+			t.Fatalf("last line %q: %v", lastLine(out), err)
 		}
 		m := map[string]float64{}
 		for name, p := range got.Policies {
