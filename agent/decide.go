@@ -51,6 +51,7 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 		in := a.asm.TaskInputs(&node.inputs, &descs[i], qlen, start)
 		in.InFlightMs = work
 		states[i] = policy.Vector(&in)
+		a.asm.ObserveDecided(descs[i].SLAMs) // after its own state, as the simulator's arrivals
 		costs = append(costs, knownOrZero(in.CostMs))
 	}
 	sc.costs = costs

@@ -39,6 +39,7 @@ func (a *Agent) ReportLocal(ctx context.Context, ds []*wire.LocalDecision) (int,
 		desc := descriptor(t)
 		a.table.demand.observe(desc.Class, t.GetSlaMs(), t.GetCostMs(), now)
 		in := a.asm.TaskInputs(&node.inputs, &desc, qlen, now)
+		a.asm.ObserveDecided(desc.SLAMs) // the node's mix counts local decisions too
 		cost := knownOrZero(in.CostMs)
 		// The client measured how long ago it decided; the agent's clock
 		// dates the decision from that, bounded so that a bad report

@@ -23,10 +23,10 @@ import (
 const (
 	frameMagic      = 0x31455254
 	frameHeaderSize = 12
-	// recordVersion 2 holds triage.state.v2 vectors (20 features); 1 held
-	// v1's 12. A reader refuses another version by name rather than read
-	// one schema's floats as another's.
-	recordVersion = 2
+	// recordVersion 3 holds triage.state.v3 vectors (21 features); 2 held
+	// v2's 20, 1 v1's 12. A reader refuses another version by name rather
+	// than read one schema's floats as another's.
+	recordVersion = 3
 	// MaxRecordBytes bounds one encoded record, so that a corrupted length
 	// can never make a reader allocate more than this.
 	MaxRecordBytes = 64 << 10
@@ -171,8 +171,8 @@ func decodeBody(body []byte) (Record, error) {
 	var r Record
 	d := decoder{b: body}
 	if v := d.byte1("version"); d.err == nil && v != recordVersion {
-		if v == 1 {
-			return r, fmt.Errorf("%w: record version 1 holds triage.state.v1 states; this build reads version %d (%s): read or fine-tune that log with the build that wrote it", ErrCorrupt, recordVersion, policy.StateSchema)
+		if v >= 1 && v < recordVersion {
+			return r, fmt.Errorf("%w: record version %d holds triage.state.v%d states; this build reads version %d (%s): read or fine-tune that log with the build that wrote it", ErrCorrupt, v, v, recordVersion, policy.StateSchema)
 		}
 		return r, fmt.Errorf("%w: record version %d, this build reads %d", ErrCorrupt, v, recordVersion)
 	}

@@ -4,16 +4,16 @@ import "math"
 
 // StateSchema names the layout of the state vector. A model carries it in its
 // ONNX metadata; the agent refuses a model whose schema differs from this one.
-const StateSchema = "triage.state.v2"
+const StateSchema = "triage.state.v3"
 
 // NumFeatures is the length of the state vector, NumActions the number of
 // priority levels (0 lowest .. 4 highest).
 const (
-	NumFeatures = 20
+	NumFeatures = 21
 	NumActions  = 5
 )
 
-// Indices of the features of triage.state.v2: FeatureNames, Neutral, State
+// Indices of the features of triage.state.v3: FeatureNames, Neutral, State
 // and the agent's per-feature sources are indexed by these, never by bare
 // numbers, so the order is written once. docs/policy.md says what changed
 // from v1 and why.
@@ -41,9 +41,13 @@ const (
 	FeatBacklogTop      // expected work in flight at priority 4, per worker, / SLA
 	FeatBacklogFore     // the same at priorities 1..4 (what a foreground task waits behind)
 	FeatBacklogAll      // the same at every priority
+	// FeatTighterShare is the share of the node's recently decided tasks
+	// whose SLA is under half this task's (SLAWindow): whether tighter
+	// work shares the node (v3).
+	FeatTighterShare
 )
 
-// FeatureNames lists the features of triage.state.v2 in vector order. The
+// FeatureNames lists the features of triage.state.v3 in vector order. The
 // names travel in each model's metadata and are checked on load.
 var FeatureNames = [NumFeatures]string{
 	FeatQueue:        "queue_per_worker_log",
@@ -67,6 +71,7 @@ var FeatureNames = [NumFeatures]string{
 	FeatBacklogTop:      "backlog_top_over_sla",
 	FeatBacklogFore:     "backlog_fore_over_sla",
 	FeatBacklogAll:      "backlog_all_over_sla",
+	FeatTighterShare:    "tighter_share",
 }
 
 // KernelFeatures are the features read from the kernel (eBPF, or its
@@ -111,6 +116,9 @@ type Inputs struct {
 	// tasks decided and not finished, per priority they were given: the
 	// backlog a new task would wait behind at each priority.
 	InFlightMs [NumActions]float64
+	// TighterShare is the share of the node's recently decided tasks whose
+	// SLA is under half this task's (SLAWindow.TighterShare).
+	TighterShare float64
 }
 
 // Log-scale ranges: a value at lo or below maps to 0, at hi or above to 1,
@@ -199,6 +207,7 @@ func (s *State) setTask(in *Inputs) {
 	s.setRelative(FeatCostOverSLA, in.CostMs, sla)
 	s.setRelative(FeatClassP99OverSLA, in.ClassP99Ms, sla)
 	s.setRelative(FeatWaitP99OverSLA, in.WaitP99Ms, sla)
+	s.setFeature(FeatTighterShare, in.TighterShare, known(in.TighterShare))
 }
 
 // SetQueue rewrites the features that depend on the queue (FeatQueue and

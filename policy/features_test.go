@@ -9,8 +9,8 @@ import (
 // The Feat* constants cover the vector once each, and each names the slot
 // Vector writes its input into.
 func TestFeatureIndicesMatchVector(t *testing.T) {
-	if FeatBacklogAll != NumFeatures-1 {
-		t.Fatalf("last feature index %d, vector length %d", FeatBacklogAll, NumFeatures)
+	if FeatTighterShare != NumFeatures-1 {
+		t.Fatalf("last feature index %d, vector length %d", FeatTighterShare, NumFeatures)
 	}
 	seen := map[string]bool{}
 	for i, n := range FeatureNames {
@@ -22,7 +22,7 @@ func TestFeatureIndicesMatchVector(t *testing.T) {
 	nan := math.NaN()
 	unknown := Inputs{QueueLen: nan, Workers: nan, SLAMs: nan, CostMs: nan, ClassP50Ms: nan, ClassP99Ms: nan,
 		AccelMemFill: nan, RunqP50Us: nan, RunqP99Us: nan, AcceptQueueFill: nan, BlkioP99Us: nan, CPUUtil: nan,
-		RetransFraction: nan, SyscallP99Us: nan, WaitP50Ms: nan, WaitP99Ms: nan}
+		RetransFraction: nan, SyscallP99Us: nan, WaitP50Ms: nan, WaitP99Ms: nan, TighterShare: nan}
 	if v := Vector(&unknown); v != Neutral {
 		t.Fatalf("all unknown = %v, want Neutral %v", v, Neutral)
 	}
@@ -33,6 +33,7 @@ func TestFeatureIndicesMatchVector(t *testing.T) {
 		FeatAcceptQueue:  func(in *Inputs) { in.AcceptQueueFill = 0.25 },
 		FeatCPUUtil:      func(in *Inputs) { in.CPUUtil = 0.25 },
 		FeatNetOrSyscall: func(in *Inputs) { in.RetransFraction = 0.0125 },
+		FeatTighterShare: func(in *Inputs) { in.TighterShare = 0.25 },
 	} {
 		in := unknown
 		set(&in)

@@ -112,7 +112,9 @@ func readModel(b []byte, withGraph bool) (Metadata, *MLP, error) {
 	if fs := props[MetaFeatures]; fs != "" {
 		meta.Features = strings.Split(fs, ",")
 	}
-	if v, ok := props[MetaFeatureRanges]; ok {
+	// Another schema's ranges are not this build's to read: its metadata
+	// is returned without them, and its graph refused below.
+	if v, ok := props[MetaFeatureRanges]; ok && otherSchema(meta) == nil {
 		r, err := ParseFeatureRanges(v)
 		if err != nil {
 			return Metadata{}, nil, err
@@ -140,14 +142,8 @@ func readModel(b []byte, withGraph bool) (Metadata, *MLP, error) {
 	if !withGraph {
 		return meta, nil, nil
 	}
-	// A model of another schema and another feature count cannot be read
-	// as this build's graph, and the schema is the reason: the answer names
-	// it (a triage.state.v1 model on a v2 agent after an upgrade) rather
-	// than calling the file "not a triage model".
-	if meta.Schema != StateSchema && len(meta.Features) != NumFeatures {
-		if err := CheckSchema(meta); err != nil {
-			return Metadata{}, nil, err
-		}
+	if err := otherSchema(meta); err != nil {
+		return Metadata{}, nil, err
 	}
 	if !hasGraph {
 		return Metadata{}, nil, fmt.Errorf("%w: no graph", ErrForeignModel)
@@ -162,6 +158,19 @@ func readModel(b []byte, withGraph bool) (Metadata, *MLP, error) {
 		return Metadata{}, nil, err
 	}
 	return meta, m, nil
+}
+
+// otherSchema is CheckSchema's error for a model of another schema and
+// another feature count, nil otherwise. Such a model cannot be read as
+// this build's graph (nor its feature ranges as this build's), and the
+// schema is the reason: the answer names it (a triage.state.v2 model on a
+// v3 agent after an upgrade) rather than calling the file "not a triage
+// model".
+func otherSchema(meta Metadata) error {
+	if meta.Schema != StateSchema && len(meta.Features) != NumFeatures {
+		return CheckSchema(meta)
+	}
+	return nil
 }
 
 func readOpset(b []byte) (domain string, version uint64, err error) {

@@ -63,16 +63,26 @@ func TestLoadRefusesWrongSchema(t *testing.T) {
 	t.Logf("wrong schema: %v", err)
 }
 
-// A model of the previous schema, as deployed before the upgrade (the v1
-// default model, 12 features): refused with the schema difference named,
-// from the bytes and when loading, not as a foreign file.
+// A model of an earlier schema, as deployed before an upgrade (the v1
+// default model, 12 features; the v2 one, 20 features and their ranges):
+// refused with the schema difference named, from the bytes and when
+// loading, not as a foreign file.
 func TestLoadRefusesAV1Model(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "models", "default-v1.onnx"))
+	refusesEarlierModel(t, "default-v1.onnx", "triage.state.v1", 12, `feature 0 is "queue_fill", want "queue_per_worker_log"`)
+}
+
+func TestLoadRefusesAV2Model(t *testing.T) {
+	refusesEarlierModel(t, "default-v2.onnx", "triage.state.v2", 20, `missing feature 20 "tighter_share"`)
+}
+
+func refusesEarlierModel(t *testing.T, file, schema string, features int, featureDiff string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "models", file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if meta, err := ReadMetadata(b); err != nil || meta.Schema != "triage.state.v1" || len(meta.Features) != 12 {
-		t.Fatalf("the v1 model's metadata: %+v, %v", meta, err)
+	if meta, err := ReadMetadata(b); err != nil || meta.Schema != schema || len(meta.Features) != features {
+		t.Fatalf("the %s model's metadata: %+v, %v", schema, meta, err)
 	}
 	_, _, readErr := ReadONNX(b)
 	_, loadErr := LoadBytes(b, Config{Device: DeviceCPU})
@@ -80,11 +90,11 @@ func TestLoadRefusesAV1Model(t *testing.T) {
 		if !errors.Is(err, ErrSchemaMismatch) {
 			t.Fatalf("%s: error %v, want ErrSchemaMismatch", what, err)
 		}
-		for _, w := range []string{`schema is "triage.state.v1", want "` + StateSchema + `"`, fmt.Sprintf("12 features, want %d", NumFeatures), `feature 0 is "queue_fill", want "queue_per_worker_log"`} {
+		for _, w := range []string{`schema is "` + schema + `", want "` + StateSchema + `"`, fmt.Sprintf("%d features, want %d", features, NumFeatures), featureDiff} {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%s: error %q lacks %q", what, err, w)
 			}
 		}
 	}
-	t.Logf("a v1 model: %v", loadErr)
+	t.Logf("a %s model: %v", schema, loadErr)
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// WaitWindow is the statistic behind features 12 and 13 (triage.state.v2):
+// WaitWindow is the statistic behind features 12 and 13 (triage.state.v3):
 // the queueing delay (latency − service time) of the node's recently
 // finished tasks, over the last WaitWindowSize of them that finished in the
 // last WaitWindowMs, as nearest-rank p50 and p99. It is what a controller

@@ -63,6 +63,6 @@ if ! git diff --quiet HEAD 2>/dev/null; then TREE="${TREE}-dirty"; fi
   --seed "$SEED" --episodes "$EPISODES" --ensemble "$ENSEMBLE" --blame-weight "$BLAME" \
   --missing-sources "$MISSING" --vary-node "$VARY" --teacher best --demo-episodes "$DEMO" --demo-margin "$MARGIN" \
   --validation-scenarios "$VALIDATION" \
-  --version "${TRIAGE_MODEL_VERSION:-candidate-${TREE}-v2-s${SEED}-g${GEN}x${GEN_SEED}-e${EPISODES}x${ENSEMBLE}${NODE_TAG}${VAL_TAG}}" \
+  --version "${TRIAGE_MODEL_VERSION:-candidate-${TREE}-v3-s${SEED}-g${GEN}x${GEN_SEED}-e${EPISODES}x${ENSEMBLE}${NODE_TAG}${VAL_TAG}}" \
   --out "$OUT/model.onnx" \
   --report "$OUT/report"

@@ -48,8 +48,11 @@ type signals struct {
 	// slowdown is how much slower than described the recent tasks ran:
 	// the background reserve's gate (policy.Reserve), as the agent keeps it.
 	slowdown policy.SlowdownWindow
-	missing  [numSources]bool // sources this node lacks: their features are neutral
-	vary     nodeVariation    // how this node reads unlike the calibrated one
+	// slas holds the recent arrivals' SLAs (feature 20), as the agent
+	// holds its decided tasks'.
+	slas    policy.SLAWindow
+	missing [numSources]bool // sources this node lacks: their features are neutral
+	vary    nodeVariation    // how this node reads unlike the calibrated one
 
 	// The window: per 500 ms bucket the integrals of runnable threads per
 	// CPU and of disk writers; the features are read from the last two
@@ -140,6 +143,7 @@ func (g *signals) tick() {
 func (g *signals) state(o *Outcome, queueLen int, inFlight *[policy.NumActions]float64, now float64) policy.State {
 	in := g.inputs(o, queueLen, now)
 	in.InFlightMs = *inFlight
+	g.slas.Add(o.SLAMs) // after its own share: a task is not tighter than itself
 	return policy.Vector(&in)
 }
 
@@ -164,6 +168,7 @@ func (g *signals) inputs(o *Outcome, queueLen int, now float64) policy.Inputs {
 		CostMs:     o.ExpectedMs,
 		ClassP50Ms: p50, ClassP99Ms: p99,
 		WaitP50Ms: w50, WaitP99Ms: w99,
+		TighterShare:    g.slas.TighterShare(o.SLAMs),
 		AccelMemFill:    0,
 		RunqP50Us:       g.vary.runqScale * mean.RunqP50Us * math.Exp(mean.RunqP50Sigma*z1),
 		RunqP99Us:       g.vary.runqScale * high.RunqP99Us * math.Exp(high.RunqP99Sigma*z2),

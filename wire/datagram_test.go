@@ -9,10 +9,10 @@ import (
 	"github.com/triage-agent/triage/codec"
 )
 
-// stateFeatures is the length of a triage.state.v2 vector
+// stateFeatures is the length of a triage.state.v3 vector
 // (policy.NumFeatures; wire does not import policy), so the test's
 // snapshots are the size the agent sends.
-const stateFeatures = 20
+const stateFeatures = 21
 
 func snapshot(epoch uint64) *Envelope {
 	f := make([]float32, stateFeatures)
@@ -23,7 +23,7 @@ func snapshot(epoch uint64) *Envelope {
 	return &Envelope{Body: &Envelope_NodeState{NodeState: &NodeState{
 		Epoch: epoch, UnixNano: int64(epoch) * 1e7, Features: f, RunqP50Us: 12, RunqP99Us: 400, QueueLen: 3, QueueCap: 4,
 		Sources: []string{"agent", "descriptor", "descriptor", "outcomes", "outcomes", "none", "ebpf", "ebpf", "ebpf", "ebpf", "procfs", "ebpf",
-			"outcomes", "outcomes", "descriptor", "outcomes", "outcomes", "agent", "agent", "agent"},
+			"outcomes", "outcomes", "descriptor", "outcomes", "outcomes", "agent", "agent", "agent", "agent"},
 		Model: "bootstrap-0", Node: "node-a",
 	}}}
 }

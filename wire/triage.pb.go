@@ -561,7 +561,7 @@ type NodeState struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Epoch             uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	UnixNano          int64                  `protobuf:"varint,2,opt,name=unix_nano,json=unixNano,proto3" json:"unix_nano,omitempty"`
-	Features          []float32              `protobuf:"fixed32,3,rep,packed,name=features,proto3" json:"features,omitempty"` // node part of the state vector (20 values, triage.state.v2 order; the task's own neutral)
+	Features          []float32              `protobuf:"fixed32,3,rep,packed,name=features,proto3" json:"features,omitempty"` // node part of the state vector (21 values, triage.state.v3 order; the task's own neutral)
 	Sources           []string               `protobuf:"bytes,4,rep,name=sources,proto3" json:"sources,omitempty"`            // source feeding each feature ("ebpf", "netlink", "procfs", "none", "descriptor", "outcomes", "agent")
 	RunqP50Us         float32                `protobuf:"fixed32,5,opt,name=runq_p50_us,json=runqP50Us,proto3" json:"runq_p50_us,omitempty"`
 	RunqP99Us         float32                `protobuf:"fixed32,6,opt,name=runq_p99_us,json=runqP99Us,proto3" json:"runq_p99_us,omitempty"`

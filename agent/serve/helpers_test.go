@@ -35,7 +35,7 @@ func goBackend() (*backend.Policy, *policy.GoDecider) {
 }
 
 // nodeSnapshot is a node state as the agent publishes it: the
-// triage.state.v2 vector of no task (the task features neutral) on a node
+// triage.state.v3 vector of no task (the task features neutral) on a node
 // with 20 tasks in flight over 4 workers, busy CPUs and some queueing
 // delay, each feature with the source the agent names for it.
 func nodeSnapshot(model string) *wire.NodeState {

@@ -1,4 +1,4 @@
-// Package state assembles the triage.state.v1 vector of one task from the
+// Package state assembles the triage.state.v3 vector of one task from the
 // node's kernel signals (agent/signals), the task's descriptor, the
 // statistics of its class and the length of the agent's queue. It fills
 // policy.Inputs and calls policy.Vector, the same normalisation the
@@ -56,7 +56,10 @@ type Assembler struct {
 	// slowdown is the recent tasks' service over their described cost,
 	// under waitsMu: the background reserve's gate (policy.Reserve).
 	slowdown policy.SlowdownWindow
-	start    time.Time // the clock of waits
+	// slas holds the SLAs of the recently decided tasks, under waitsMu:
+	// feature 20 (policy.SLAWindow).
+	slas  policy.SLAWindow
+	start time.Time // the clock of waits
 }
 
 // NewAssembler returns an Assembler with cfg's defaults filled in.
@@ -88,6 +91,15 @@ func (a *Assembler) ObserveWait(now time.Time, waitMs float64) {
 func (a *Assembler) ObserveService(serviceMs, costMs float64) {
 	a.waitsMu.Lock()
 	a.slowdown.Add(serviceMs, costMs)
+	a.waitsMu.Unlock()
+}
+
+// ObserveDecided records the SLA of one task just decided, by the agent
+// or by a client from its table: feature 20 of the tasks decided after it.
+// An unknown SLA (0, negative, NaN, infinite) is ignored.
+func (a *Assembler) ObserveDecided(slaMs float64) {
+	a.waitsMu.Lock()
+	a.slas.Add(slaMs)
 	a.waitsMu.Unlock()
 }
 
@@ -136,7 +148,7 @@ func (a *Assembler) NodeInputs(snap *signals.Snapshot, now time.Time) policy.Inp
 		QueueLen: nan, Workers: float64(a.cfg.Workers), SLAMs: nan, CostMs: nan,
 		ClassP50Ms: nan, ClassP99Ms: nan,
 		RunqP50Us: nan, RunqP99Us: nan, AcceptQueueFill: nan, BlkioP99Us: nan,
-		CPUUtil: nan, RetransFraction: nan, SyscallP99Us: nan,
+		CPUUtil: nan, RetransFraction: nan, SyscallP99Us: nan, TighterShare: nan,
 		SyscallFeature: a.cfg.SyscallFeature,
 	}
 	a.waitsMu.Lock()
@@ -167,12 +179,15 @@ func (a *Assembler) TaskInputs(node *policy.Inputs, d *Descriptor, queueLen int,
 	if queueLen >= 0 {
 		in.QueueLen = float64(queueLen)
 	}
-	in.SLAMs, in.CostMs, in.ClassP50Ms, in.ClassP99Ms = nan, nan, nan, nan
+	in.SLAMs, in.CostMs, in.ClassP50Ms, in.ClassP99Ms, in.TighterShare = nan, nan, nan, nan, nan
 	if d == nil {
 		return in
 	}
 	if d.SLAMs > 0 && finite(d.SLAMs) {
 		in.SLAMs = d.SLAMs
+		a.waitsMu.Lock()
+		in.TighterShare = a.slas.TighterShare(d.SLAMs)
+		a.waitsMu.Unlock()
 	}
 	var mean float64
 	in.ClassP50Ms, in.ClassP99Ms, mean = a.classes.Stats(d.Class)

@@ -145,3 +145,31 @@ func BenchmarkBuild(b *testing.B) {
 		_ = a.BuildTask(&node, d, 7, now)
 	}
 }
+
+// Feature 20 is the share of the tasks decided before whose SLA is under
+// half the task's own: unknown (neutral) before any, and for a task
+// without an SLA; the node state (no task) leaves it neutral.
+func TestTighterShareFollowsTheDecidedTasks(t *testing.T) {
+	a := NewAssembler(Config{Workers: 4})
+	now := time.Now()
+	node := a.NodeInputs(nil, now)
+	web := &Descriptor{Class: "web", SLAMs: 200}
+	if s := a.BuildTask(&node, web, 0, now); s[policy.FeatTighterShare] != policy.Neutral[policy.FeatTighterShare] {
+		t.Fatalf("before any decision: %v, want neutral", s[policy.FeatTighterShare])
+	}
+	for _, sla := range []float64{20, 20, 20, 200, 0} { // the SLA-less task is not counted
+		a.ObserveDecided(sla)
+	}
+	if got := a.BuildTask(&node, web, 0, now)[policy.FeatTighterShare]; got != 0.75 {
+		t.Fatalf("200 ms task after three 20 ms and one 200 ms: %v, want 0.75", got)
+	}
+	if got := a.BuildTask(&node, &Descriptor{Class: "rt", SLAMs: 20}, 0, now)[policy.FeatTighterShare]; got != 0 {
+		t.Fatalf("20 ms task: %v, want 0", got)
+	}
+	if got := a.BuildTask(&node, &Descriptor{Class: "web"}, 0, now)[policy.FeatTighterShare]; got != policy.Neutral[policy.FeatTighterShare] {
+		t.Fatalf("task without an SLA: %v, want neutral", got)
+	}
+	if f := a.Features(nil, 0, now); f[policy.FeatTighterShare].Value != policy.Neutral[policy.FeatTighterShare] || f[policy.FeatTighterShare].Source != SourceAgent {
+		t.Fatalf("node state's feature 20: %+v", f[policy.FeatTighterShare])
+	}
+}

@@ -92,6 +92,7 @@ func (a *Assembler) sources(snap *signals.Snapshot) [policy.NumFeatures]Source {
 	s[policy.FeatBacklogTop] = SourceAgent
 	s[policy.FeatBacklogFore] = SourceAgent
 	s[policy.FeatBacklogAll] = SourceAgent
+	s[policy.FeatTighterShare] = SourceAgent // the SLAs of the tasks it decided
 	return s
 }
 

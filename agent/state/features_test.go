@@ -63,6 +63,7 @@ func TestFeaturesPairValuesWithSources(t *testing.T) {
 		policy.FeatWaitP50: SourceOutcomes, policy.FeatWaitP99: SourceOutcomes,
 		policy.FeatCostOverSLA: SourceDescriptor, policy.FeatClassP99OverSLA: SourceOutcomes, policy.FeatWaitP99OverSLA: SourceOutcomes,
 		policy.FeatBacklogTop: SourceAgent, policy.FeatBacklogFore: SourceAgent, policy.FeatBacklogAll: SourceAgent,
+		policy.FeatTighterShare: SourceAgent,
 	}
 	for i, src := range want {
 		if f[i].Source != src {
