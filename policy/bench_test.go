@@ -10,14 +10,14 @@ import (
 )
 
 // benchHidden is the hidden layout of the benchmarked network, one member
-// of the DQN the trainer exports (20-64-64-5).
+// of the DQN the trainer exports (21-64-64-5).
 var benchHidden = []int{64, 64}
 
 // v1Hidden is the layout of the state-v1 default model
 // (testdata/models/default-v1.onnx: five 64-wide members side by side,
-// 12-320-320-5). A v2 build refuses that file's schema, so the shipped
-// model's benchmark runs a network of its size with v2's 20 inputs: the
-// 8 extra inputs add 2,560 of its 105,000 multiply-adds.
+// 12-320-320-5). A v3 build refuses that file's schema, so the shipped
+// model's benchmark runs a network of its size with v3's 21 inputs: the
+// 9 extra inputs add 2,880 of its 105,000 multiply-adds.
 var v1Hidden = []int{320, 320}
 
 // benchDeciders returns the ORT session and the Go forward pass on the same
