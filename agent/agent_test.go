@@ -129,7 +129,9 @@ func TestDecideOutcomeExperience(t *testing.T) {
 				before = append(before, prev)
 			}
 		}
-		wantState := agentVector(workers, len(before), backlog(decided, costs, before), sla, math.NaN())
+		// Feature 20 counts the SLAs of the tasks decided before it (ids
+		// 1..id-1, in order); its next state, those of all n.
+		wantState := agentVector(workers, len(before), backlog(decided, costs, before), sla, math.NaN(), tighterShare(int(id)-1, sla))
 		checkAgentFeatures(t, "record "+r.TaskID+" decided", r.State, wantState)
 		var after []uint64
 		for later, k := range finishOrder {
@@ -137,7 +139,7 @@ func TestDecideOutcomeExperience(t *testing.T) {
 				after = append(after, later)
 			}
 		}
-		wantNext := agentVector(workers, len(after), backlog(decided, costs, after), sla, 5)
+		wantNext := agentVector(workers, len(after), backlog(decided, costs, after), sla, 5, tighterShare(n, sla))
 		checkAgentFeatures(t, "record "+r.TaskID+" next", r.Next, wantNext)
 		return nil
 	})
@@ -155,14 +157,30 @@ func TestDecideOutcomeExperience(t *testing.T) {
 // cost (a tenth of the SLA), and its class's service time classMs (NaN:
 // no outcome yet). The kernel features are left unknown: checkAgentFeatures
 // skips them.
-func agentVector(workers, queue int, inFlight [policy.NumActions]float64, sla, classMs float64) policy.State {
+func agentVector(workers, queue int, inFlight [policy.NumActions]float64, sla, classMs, tighter float64) policy.State {
 	nan := math.NaN()
 	return policy.Vector(&policy.Inputs{
 		QueueLen: float64(queue), Workers: float64(workers), SLAMs: sla, CostMs: float64(float32(sla) / 10),
 		ClassP50Ms: classMs, ClassP99Ms: classMs, WaitP50Ms: nan, WaitP99Ms: nan, InFlightMs: inFlight,
 		AccelMemFill: nan, RunqP50Us: nan, RunqP99Us: nan, AcceptQueueFill: nan, BlkioP99Us: nan,
-		CPUUtil: nan, RetransFraction: nan, SyscallP99Us: nan,
+		CPUUtil: nan, RetransFraction: nan, SyscallP99Us: nan, TighterShare: tighter,
 	})
+}
+
+// tighterShare is feature 20 of a task with the given SLA after the first
+// k tasks of tasks() were decided (NaN for none): the share of them whose
+// SLA is under half of sla.
+func tighterShare(k int, sla float64) float64 {
+	if k == 0 {
+		return math.NaN()
+	}
+	c := 0
+	for _, t := range tasks(0, k) {
+		if float64(t.GetSlaMs()) < sla/2 {
+			c++
+		}
+	}
+	return float64(c) / float64(k)
 }
 
 // backlog is the expected work (the descriptors' costs) of the given tasks

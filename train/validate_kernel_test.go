@@ -13,7 +13,7 @@ import (
 // its SLA attainment minus the same network's with the kernel features
 // neutral, measured here through the evaluation's own path (a Go decider
 // behind AblatedDecider). The shipped model reads the kernel on
-// intf-cpu-storm, so the share is positive there; on a scenario without
+// intf-io-backup, so the share is positive there; on a scenario without
 // interference the weight changes nothing.
 func TestValidationKernelWeightAddsTheKernelShare(t *testing.T) {
 	sess := testmodel.Default(t, policy.Config{})
@@ -21,7 +21,7 @@ func TestValidationKernelWeightAddsTheKernelShare(t *testing.T) {
 	for _, c := range []struct {
 		file       string
 		interferes bool
-	}{{"intf-cpu-storm", true}, {"train-a-light", false}} {
+	}{{"intf-io-backup", true}, {"train-a-light", false}} {
 		sc, err := LoadScenario("../testdata/scenarios/" + c.file + ".json")
 		if err != nil {
 			t.Fatal(err)
