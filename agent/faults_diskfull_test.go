@@ -48,7 +48,7 @@ func TestFaultExperienceDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "appends to resume once space returned", func() bool { return records() >= stuck+300 })
-	s.stop()
+	s.finish()
 	appended, failedAppends := records(), errs()
 	ta.stop()
 

@@ -26,6 +26,7 @@ type streamer struct {
 	failed   atomic.Int64 // decide calls that failed
 	acked    atomic.Int64 // outcomes the agent acknowledged
 	ackFails atomic.Int64 // outcome reports that failed
+	quit     atomic.Bool  // finish: end after the round in flight
 
 	mu sync.Mutex
 	// ackedIDs are the acknowledged outcomes' ids; sameConn those of them
@@ -51,7 +52,7 @@ func startStreamer(cl *client.Client, firstID uint64, batch int, pause time.Dura
 
 func (s *streamer) run(ctx context.Context) {
 	defer close(s.done)
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !s.quit.Load() {
 		s.round(ctx)
 		if s.pause > 0 {
 			select {
@@ -115,10 +116,21 @@ func (s *streamer) noteErr(err error) {
 	s.mu.Unlock()
 }
 
-// stop ends the loop and waits for the call in flight.
+// stop ends the loop and waits for the call in flight, which it cancels:
+// an outcome report cut short may still have reached the agent.
 func (s *streamer) stop() {
 	s.cancel()
 	<-s.done
+}
+
+// finish ends the loop after the round in flight has its answers, so that
+// every report the agent took is one the streamer saw acknowledged: what a
+// test that balances the agent's records against the acknowledged
+// outcomes needs (stop can cut a report the agent already logged).
+func (s *streamer) finish() {
+	s.quit.Store(true)
+	<-s.done
+	s.cancel()
 }
 
 // snapshot copies what the streamer saw so far.
