@@ -172,7 +172,7 @@ func (s *State) setFeature(i int, v float64, ok bool) {
 // slaOrNaN is the task's SLA, NaN where it is unknown, which makes every
 // feature relative to it unknown.
 func slaOrNaN(in *Inputs) float64 {
-	if sla := in.SLAMs; known(sla) && sla > 0 {
+	if sla := in.SLAMs; knownPositive(sla) {
 		return sla
 	}
 	return math.NaN()
@@ -186,7 +186,7 @@ func (s *State) setRelative(f int, x, sla float64) {
 // setTask writes every feature that does not depend on the queue: the
 // task's own, its class's and the node's.
 func (s *State) setTask(in *Inputs) {
-	s.setFeature(FeatSLA, msRange.scale(in.SLAMs), known(in.SLAMs) && in.SLAMs > 0)
+	s.setFeature(FeatSLA, msRange.scale(in.SLAMs), knownPositive(in.SLAMs))
 	s.setFeature(FeatCost, msRange.scale(in.CostMs), known(in.CostMs))
 	s.setFeature(FeatClassP50, msRange.scale(in.ClassP50Ms), known(in.ClassP50Ms))
 	s.setFeature(FeatClassP99, msRange.scale(in.ClassP99Ms), known(in.ClassP99Ms))
@@ -231,7 +231,7 @@ func (s *State) SetQueue(in *Inputs) {
 		}
 	}
 	w := in.Workers
-	if !(known(w) && w > 0) {
+	if !knownPositive(w) {
 		w = math.NaN()
 	}
 	sla := slaOrNaN(in)
@@ -244,6 +244,9 @@ func (s *State) SetQueue(in *Inputs) {
 func squash(x float64) float64 { return x / (1 + x) }
 
 func known(x float64) bool { return x >= 0 && !math.IsInf(x, 0) } // false for NaN too
+
+// knownPositive is known and above zero: an SLA or a worker count.
+func knownPositive(x float64) bool { return known(x) && x > 0 }
 
 func safeDiv(a, b float64) (float64, bool) {
 	if !known(a) || !known(b) || b == 0 {

@@ -30,7 +30,7 @@ const TighterRatio = 0.5
 // (not finite and positive) is not recorded: it says nothing of how
 // urgent the node's work is.
 func (w *SLAWindow) Add(slaMs float64) {
-	if !(slaMs > 0) || math.IsInf(slaMs, 0) {
+	if !knownPositive(slaMs) {
 		return
 	}
 	w.sla[w.next] = slaMs
@@ -42,7 +42,7 @@ func (w *SLAWindow) Add(slaMs float64) {
 // slaMs; NaN (unknown: the feature's neutral value) while the window is
 // empty or slaMs is not finite and positive.
 func (w *SLAWindow) TighterShare(slaMs float64) float64 {
-	if w.n == 0 || !(slaMs > 0) || math.IsInf(slaMs, 0) {
+	if w.n == 0 || !knownPositive(slaMs) {
 		return math.NaN()
 	}
 	bound, c := slaMs*TighterRatio, 0
