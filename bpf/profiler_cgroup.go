@@ -1,13 +1,14 @@
 package bpf
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/triage-agent/triage/bpf/cgroup2"
 )
 
 // ErrNoCgroup2 means no cgroup v2 hierarchy is mounted: the in-kernel
@@ -19,23 +20,14 @@ const cgroup2Magic = 0x63677270
 // Cgroup2Root returns where the cgroup v2 hierarchy is mounted:
 // /sys/fs/cgroup on unified systems, /sys/fs/cgroup/unified on hybrid ones.
 func Cgroup2Root() (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := cgroup2.Mounts()
 	if err != nil {
-		return "", fmt.Errorf("reading mountinfo: %w", err)
+		return "", err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "36 35 0:30 / /sys/fs/cgroup/unified rw,... - cgroup2 cgroup2 rw"
-		left, right, ok := strings.Cut(sc.Text(), " - ")
-		if !ok || !strings.HasPrefix(right, "cgroup2 ") {
-			continue
-		}
-		if fields := strings.Fields(left); len(fields) >= 5 {
-			return fields[4], nil
-		}
+	if len(mounts) == 0 {
+		return "", ErrNoCgroup2
 	}
-	return "", ErrNoCgroup2
+	return mounts[0].Point, nil
 }
 
 // CgroupFromPath returns the cgroup v2 id of a cgroup directory (its inode

@@ -1,16 +1,16 @@
 package faulttest
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/triage-agent/triage/bpf/cgroup2"
 )
 
 // Cgroup2Root is where the cgroup v2 hierarchy is mounted: the unified
@@ -37,22 +37,16 @@ func Cgroup2Root(t testing.TB) string {
 	return dir
 }
 
-// mountedCgroup2 finds a cgroup2 mount in /proc/self/mountinfo.
+// mountedCgroup2 finds a mount of the whole cgroup v2 hierarchy (not a
+// bind mount of one cgroup) in /proc/self/mountinfo.
 func mountedCgroup2() (string, bool) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := cgroup2.Mounts()
 	if err != nil {
 		return "", false
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "36 35 0:30 / /sys/fs/cgroup/unified rw,... - cgroup2 cgroup2 rw"
-		left, right, ok := strings.Cut(sc.Text(), " - ")
-		if !ok || !strings.HasPrefix(right, "cgroup2 ") {
-			continue
-		}
-		if fields := strings.Fields(left); len(fields) >= 5 && fields[3] == "/" {
-			return fields[4], true
+	for _, m := range mounts {
+		if m.Root == "/" {
+			return m.Point, true
 		}
 	}
 	return "", false
