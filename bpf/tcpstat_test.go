@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/triage-agent/triage/internal/bench/proc"
 	"github.com/triage-agent/triage/internal/faulttest"
 )
 
@@ -21,20 +22,11 @@ func TestTCPStatCountsStatesAndSynRetransmits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			ln, err := proc.ListenClosingEach()
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer ln.Close()
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					c.Close()
-				}
-			}()
 			const conns = 10
 			for i := 0; i < conns; i++ {
 				c, err := net.Dial("tcp", ln.Addr().String())

@@ -1,7 +1,8 @@
 // Package proc starts and watches processes for benchmarks, tests and the
 // calibration: CPU spinners (threads of this process), controlled loads
 // (spinners and fsync'ing writers as processes that never outlive their
-// starter: Load), and a process's CPU time and memory. It depends on the
+// starter: Load), a process's CPU time and memory, and a loopback TCP
+// listener that closes what it accepts (ListenClosingEach). It depends on the
 // standard library and x/sys only, so that tests of bpf, agent/signals and
 // agent/profiling can use it without linking ONNX Runtime through policy.
 package proc

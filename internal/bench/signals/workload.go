@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/triage-agent/triage/internal/bench/proc"
 )
 
 // pingPong runs rounds pipe round trips between two threads pinned to the
@@ -139,20 +141,11 @@ var (
 // the bench keeps for its lifetime (TCP state changes for tcpstat).
 func tcpConnectOnce() {
 	loadListenerOnce.Do(func() {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := proc.ListenClosingEach()
 		if err != nil {
 			return
 		}
 		loadListener = ln
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
 	})
 	if loadListener == nil {
 		time.Sleep(100 * time.Millisecond)
