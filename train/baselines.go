@@ -64,8 +64,8 @@ func (s *StaticClass) Assign(t *Task, _ *NodeView) (int, float64, error) {
 }
 
 // SlackRule is the best hand-written rule we found, in the same executor
-// as the DQN (a level at arrival, deadline order within it, late work after
-// feasible work):
+// as the DQN (a level at arrival, late work after feasible work), deadline
+// order within a level:
 //
 //   - tiers by the task's own SLA, so it needs no class table: under 50 ms
 //     → 4, under 500 ms → 3, else 2, earliest deadline first within a tier;
@@ -125,7 +125,8 @@ func Baselines(sc *Scenario) []Policy {
 }
 
 // DeciderPolicy puts a policy.Decider (an ONNX Runtime session or the plain
-// Go MLP) in the executor: level = its priority, EDF within a level.
+// Go MLP) in the executor: level = its priority, AnswerKey within a level,
+// as the agent's answers are served.
 type DeciderPolicy struct {
 	Label   string
 	Decider policy.Decider
@@ -139,10 +140,14 @@ func (p *DeciderPolicy) Assign(t *Task, v *NodeView) (int, float64, error) {
 	if err := p.Decider.Decide(p.states[:], p.out[:]); err != nil {
 		return 0, 0, fmt.Errorf("%s: deciding: %w", p.Label, err)
 	}
-	return p.out[0].Priority, t.DeadlineMs(), nil
+	return p.out[0].Priority, AnswerKey(t), nil
 }
 
-// MLPPolicy is the greedy policy of an MLP, computed in plain Go.
+// MLPPolicy is the greedy policy of an MLP, computed in plain Go. It is
+// the trainer's (checkpoint validation, `triage train`'s report), so it
+// keeps the trainer's deadline order within a level: the shipped model was
+// trained under it, and a candidate trained under AnswerKey scored lower
+// (docs/policy.md, "The order within a level").
 type MLPPolicy struct {
 	Label   string
 	Net     *policy.MLP

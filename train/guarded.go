@@ -42,9 +42,11 @@ func (p *GuardedPolicy) Assign(t *Task, v *NodeView) (int, float64, error) {
 	if err := p.Decider.Decide(p.states[:], p.out[:]); err != nil {
 		return 0, 0, fmt.Errorf("%s: deciding: %w", p.Label, err)
 	}
-	level, key, why := p.Guard.Decide(p.controlTask(t), &p.out[0])
+	// The controller's key is not the agent's to give: the wire carries the
+	// priority alone, and the executor orders every answer by AnswerKey.
+	level, _, why := p.Guard.Decide(p.controlTask(t), &p.out[0])
 	p.Counts[why]++
-	return level, key, nil
+	return level, AnswerKey(t), nil
 }
 
 // Finished implements Observer: the guard's controller measures every

@@ -224,7 +224,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// The simulator's queue, in simulated milliseconds: FIFO (and EDF,
 	// SJF) serve strictly by key; priorities get the whole contract
-	// (levels, deadline order, the late-work rule, the background tier).
+	// (levels, the order within a level by key: the rule's, or
+	// train.AnswerKey for the agent's answers; the late-work rule, the
+	// background tier).
 	r.queue = train.NewQueue(&r.outs, r.keyOrdered())
 	r.res = Result{Label: cfg.Label, TimeScale: scale, IOWriteMs: nd.writeMs, DiskSettle: nd.settled}
 	if len(r.tasks) == 0 {

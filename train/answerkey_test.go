@@ -1,0 +1,57 @@
+package train
+
+import (
+	"testing"
+
+	"github.com/triage-agent/triage/policy"
+	"github.com/triage-agent/triage/policy/guard"
+)
+
+// The agent answers a priority alone, so its executors order a level by
+// AnswerKey, shortest expected cost first, whoever decided the task (the
+// network, or the guard's controller where the network is unsure): on one
+// worker, tasks queued together at one level with room in their SLAs start
+// shortest first, not by deadline (here the longest has the earliest).
+func TestAgentAnswersAreServedShortestFirstWithinALevel(t *testing.T) {
+	sc := mustParseScenario(t, `{"name":"one-worker","seed":3,"duration_s":1,"workers":1,
+	 "arrival":{"process":"poisson","rate_per_s":1},
+	 "classes":[{"name":"c","share":1,"sla_ms":5000,"cost_ms":{"dist":"constant","value":10}}]}`)
+	// Task 0 takes the worker; 1..4 queue behind it. Expected costs fall
+	// as deadlines rise, so EDF would start 1, 2, 3, 4 and AnswerKey 4, 3, 2, 1.
+	tasks := []Task{{ID: 0, ArrivalMs: 0, CostMs: 50, ExpectedMs: 50, SLAMs: 5000, Weight: 1}}
+	for i := 1; i <= 4; i++ {
+		c := float64(50 - 10*i)
+		tasks = append(tasks, Task{ID: i, ArrivalMs: float64(i), CostMs: c, ExpectedMs: c, SLAMs: 1000 + 100*float64(i), Weight: 1})
+	}
+	meta := policy.CurrentMetadata("test", "")
+	sure := policy.NewGoDecider(constNet([policy.NumActions]float32{3: 1}), meta)
+	// Members choose 3 and 1: the guard's controller decides every task.
+	disputed := policy.NewGoDecider(constNet([policy.NumActions]float32{3: 1}, [policy.NumActions]float32{1: 0.9}), meta)
+	g, err := guard.Named("reserve-rule", guard.DefaultConfig()) // every task to level 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Policy{
+		&DeciderPolicy{Label: "network", Decider: sure},
+		NewGuardedPolicy("guarded, unsure", disputed, g),
+	} {
+		out, err := RunTasks(sc, tasks, p, SimConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range out {
+			if out[i].Key != out[i].ExpectedMs {
+				t.Errorf("%s: task %d has key %v, want its expected cost %v", p.Name(), i, out[i].Key, out[i].ExpectedMs)
+			}
+		}
+		for i := 1; i < 4; i++ {
+			if out[i].Level != out[i+1].Level {
+				t.Fatalf("%s: setup: tasks %d and %d at levels %d and %d, want one level", p.Name(), i, i+1, out[i].Level, out[i+1].Level)
+			}
+			if !(out[i+1].StartMs < out[i].StartMs) {
+				t.Errorf("%s: task %d (expected %v ms) started at %v, task %d (expected %v ms) at %v: want the shorter first",
+					p.Name(), i+1, out[i+1].ExpectedMs, out[i+1].StartMs, i, out[i].ExpectedMs, out[i].StartMs)
+			}
+		}
+	}
+}
