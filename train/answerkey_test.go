@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/triage-agent/triage/policy"
@@ -31,9 +32,10 @@ func TestAgentAnswersAreServedShortestFirstWithinALevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	guarded := NewGuardedPolicy("guarded, unsure", disputed, g)
 	for _, p := range []Policy{
 		&DeciderPolicy{Label: "network", Decider: sure},
-		NewGuardedPolicy("guarded, unsure", disputed, g),
+		guarded,
 	} {
 		out, err := RunTasks(sc, tasks, p, SimConfig{})
 		if err != nil {
@@ -52,6 +54,51 @@ func TestAgentAnswersAreServedShortestFirstWithinALevel(t *testing.T) {
 				t.Errorf("%s: task %d (expected %v ms) started at %v, task %d (expected %v ms) at %v: want the shorter first",
 					p.Name(), i+1, out[i+1].ExpectedMs, out[i+1].StartMs, i, out[i].ExpectedMs, out[i].StartMs)
 			}
+		}
+	}
+}
+
+// With DeadlineFirst, the executor's order of the fifteenth session's
+// predecessor, the same tasks start by deadline, whoever decided them.
+func TestDeadlineFirstServesALevelByDeadline(t *testing.T) {
+	sc := mustParseScenario(t, `{"name":"one-worker","seed":3,"duration_s":1,"workers":1,
+	 "arrival":{"process":"poisson","rate_per_s":1},
+	 "classes":[{"name":"c","share":1,"sla_ms":5000,"cost_ms":{"dist":"constant","value":10}}]}`)
+	tasks := []Task{{ID: 0, ArrivalMs: 0, CostMs: 50, ExpectedMs: 50, SLAMs: 5000, Weight: 1}}
+	for i := 1; i <= 4; i++ {
+		c := float64(50 - 10*i)
+		tasks = append(tasks, Task{ID: i, ArrivalMs: float64(i), CostMs: c, ExpectedMs: c, SLAMs: 1000 + 100*float64(i), Weight: 1})
+	}
+	meta := policy.CurrentMetadata("test", "")
+	sure := policy.NewGoDecider(constNet([policy.NumActions]float32{3: 1}), meta)
+	out, err := RunTasks(sc, tasks, &DeciderPolicy{Label: "network", Decider: sure, Order: DeadlineFirst}, SimConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 4; i++ {
+		if out[i].Key != out[i].DeadlineMs() {
+			t.Errorf("task %d has key %v, want its deadline %v", i, out[i].Key, out[i].DeadlineMs())
+		}
+		if !(out[i].StartMs < out[i+1].StartMs) {
+			t.Errorf("task %d (deadline %v) started at %v, task %d (deadline %v) at %v: want the earlier deadline first",
+				i, out[i].DeadlineMs(), out[i].StartMs, i+1, out[i+1].DeadlineMs(), out[i+1].StartMs)
+		}
+	}
+}
+
+func TestParseAnswerOrder(t *testing.T) {
+	for s, want := range map[string]AnswerOrder{"": ShortestFirst, "shortest": ShortestFirst, "deadline": DeadlineFirst} {
+		got, err := ParseAnswerOrder(s)
+		if err != nil || got != want {
+			t.Errorf("ParseAnswerOrder(%q) = %v, %v; want %v", s, got, err, want)
+		}
+		if s != "" && got.String() != s {
+			t.Errorf("%v.String() = %q, want %q", got, got.String(), s)
+		}
+	}
+	for _, s := range []string{"Shortest", "edf", "random"} {
+		if _, err := ParseAnswerOrder(s); !errors.Is(err, ErrBadAnswerOrder) {
+			t.Errorf("ParseAnswerOrder(%q): %v, want ErrBadAnswerOrder", s, err)
 		}
 	}
 }

@@ -125,11 +125,12 @@ func Baselines(sc *Scenario) []Policy {
 }
 
 // DeciderPolicy puts a policy.Decider (an ONNX Runtime session or the plain
-// Go MLP) in the executor: level = its priority, AnswerKey within a level,
-// as the agent's answers are served.
+// Go MLP) in the executor: level = its priority, ordered within a level
+// as the agent's answers are served (Order).
 type DeciderPolicy struct {
 	Label   string
 	Decider policy.Decider
+	Order   AnswerOrder // the zero value: ShortestFirst
 	states  [1]policy.State
 	out     [1]policy.Decision
 }
@@ -140,7 +141,7 @@ func (p *DeciderPolicy) Assign(t *Task, v *NodeView) (int, float64, error) {
 	if err := p.Decider.Decide(p.states[:], p.out[:]); err != nil {
 		return 0, 0, fmt.Errorf("%s: deciding: %w", p.Label, err)
 	}
-	return p.out[0].Priority, AnswerKey(t), nil
+	return p.out[0].Priority, p.Order.Key(t), nil
 }
 
 // MLPPolicy is the greedy policy of an MLP, computed in plain Go. It is

@@ -20,6 +20,9 @@ type GuardedPolicy struct {
 	// Reset, which the simulator calls before each run, resets the
 	// controller, not the counts.
 	Counts [guard.NumReasons]int
+	// Order is how the executor orders every answer within a level,
+	// whoever decided it (the zero value: ShortestFirst).
+	Order AnswerOrder
 
 	states [1]policy.State
 	out    [1]policy.Decision
@@ -43,10 +46,10 @@ func (p *GuardedPolicy) Assign(t *Task, v *NodeView) (int, float64, error) {
 		return 0, 0, fmt.Errorf("%s: deciding: %w", p.Label, err)
 	}
 	// The controller's key is not the agent's to give: the wire carries the
-	// priority alone, and the executor orders every answer by AnswerKey.
+	// priority alone, and the executor orders every answer by p.Order.
 	level, _, why := p.Guard.Decide(p.controlTask(t), &p.out[0])
 	p.Counts[why]++
-	return level, AnswerKey(t), nil
+	return level, p.Order.Key(t), nil
 }
 
 // Finished implements Observer: the guard's controller measures every

@@ -10,13 +10,13 @@ import (
 // is a guard); dqn-ablated, the guarded model blind to the kernel (when
 // ablate). The guarded policy is returned for its counts (nil without a
 // guard). Each row has a guard of its own: a guard holds its controller's
-// state.
-func ModelRows(sess policy.Decider, guardName string, cfg guard.Config, ablate bool) ([]Policy, *GuardedPolicy, error) {
+// state. Every row's executor orders a level by order.
+func ModelRows(sess policy.Decider, guardName string, cfg guard.Config, ablate bool, order AnswerOrder) ([]Policy, *GuardedPolicy, error) {
 	blind := &AblatedDecider{Decider: sess, Off: policy.KernelFeatures}
 	if guardName == guard.None {
-		rows := []Policy{&DeciderPolicy{Label: "dqn", Decider: sess}}
+		rows := []Policy{&DeciderPolicy{Label: "dqn", Decider: sess, Order: order}}
 		if ablate {
-			rows = append(rows, &DeciderPolicy{Label: "dqn-ablated", Decider: blind})
+			rows = append(rows, &DeciderPolicy{Label: "dqn-ablated", Decider: blind, Order: order})
 		}
 		return rows, nil, nil
 	}
@@ -25,13 +25,15 @@ func ModelRows(sess policy.Decider, guardName string, cfg guard.Config, ablate b
 		if err != nil {
 			return nil, err
 		}
-		return NewGuardedPolicy(label, d, g), nil
+		p := NewGuardedPolicy(label, d, g)
+		p.Order = order
+		return p, nil
 	}
 	dqn, err := mk("dqn", sess)
 	if err != nil {
 		return nil, nil, err
 	}
-	rows := []Policy{dqn, &DeciderPolicy{Label: "dqn-unguarded", Decider: sess}}
+	rows := []Policy{dqn, &DeciderPolicy{Label: "dqn-unguarded", Decider: sess, Order: order}}
 	if ablate {
 		abl, err := mk("dqn-ablated", blind)
 		if err != nil {

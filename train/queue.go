@@ -56,18 +56,6 @@ func eachIdx(idx []int, f func(i int)) {
 	}
 }
 
-// AnswerKey is where an executor puts the agent's answer for t within its
-// level: shortest expected cost first. The agent answers a priority and
-// nothing else, so the order within a level is the executor's, and this is
-// the one the agent's executors keep (the simulator's dqn rows, bench e2e):
-// within a level the network has already said which tasks matter more,
-// and serving the shortest first finishes the most of them (the late-work
-// rule below keeps a task that cannot wait from being overtaken for ever
-// only while it can still make its deadline). Chosen on generated
-// scenarios against earliest deadline first (docs/policy.md, "The order
-// within a level").
-func AnswerKey(t *Task) float64 { return t.ExpectedMs }
-
 // priorityQueue is the executor contract for priority policies (the DQN,
 // static-class, reserve-rule, and the agent's executors):
 //

@@ -36,6 +36,7 @@ func runEval(args []string) error {
 	minAdv := fs.Float64("guard-min-advantage", guard.DefaultMinAdvantage, "as the agent's --guard-min-advantage (0: off)")
 	keepUrgent := fs.Float64("guard-keep-urgent-ms", guard.DefaultKeepUrgentMs, "as the agent's --guard-keep-urgent-ms (0: off)")
 	ablate := fs.String("ablate", "", "kernel: add a dqn-ablated row, the same guarded model with every kernel feature at its neutral value")
+	answerOrder := fs.String("answer-order", train.ShortestFirst.String(), "how the executor orders the agent's answers within a priority, for the dqn rows: shortest (expected cost first, the agent's executors' default) or deadline (docs/policy.md, \"The order within a level\")")
 	perClass := fs.Bool("per-class", true, "print SLA attainment per class and policy after each scenario's table")
 	varyNode := fs.Float64("vary-node", 0, "run each scenario and seed, with this probability, on a node that reads its kernel features unlike the calibrated one, as training does (docs/training.md, \"Varying the node\"): what a policy keeps on other machines; 0 reports on the calibrated node")
 	noService := fs.Bool("no-service-times", false, "simulate an upstream that reports no service_ms: no policy knows the node's slowdown, so the background reserve follows the kernel alone, as the agent's does for such an upstream (docs/policy.md)")
@@ -54,6 +55,10 @@ func runEval(args []string) error {
 			return fmt.Errorf("--calibration: %w", err)
 		}
 		node.Calibration = cal
+	}
+	order, err := train.ParseAnswerOrder(*answerOrder)
+	if err != nil {
+		return fmt.Errorf("--answer-order: %w", err)
 	}
 	ablateKernel, err := parseAblate(*ablate)
 	if err != nil {
@@ -101,7 +106,7 @@ func runEval(args []string) error {
 	gcfg.MinAdvantage = float32(*minAdv)
 	gcfg.KeepUrgentMs = *keepUrgent
 	for _, sc := range all {
-		rows, guarded, err := modelRows(sess, *guardName, gcfg, ablateKernel)
+		rows, guarded, err := modelRows(sess, *guardName, gcfg, ablateKernel, order)
 		if err != nil {
 			return err
 		}
@@ -142,7 +147,7 @@ func runEval(args []string) error {
 		}
 		fmt.Printf("\ndqn goodput %s FIFO's; best baseline by goodput: %s (%.2f/s)\n\n", ratio, best, bv)
 		if *statesFrom != "" {
-			if err := writeStateComparison(os.Stdout, *statesFrom, sc, *seed, sess, *guardName, gcfg); err != nil {
+			if err := writeStateComparison(os.Stdout, *statesFrom, sc, *seed, sess, *guardName, gcfg, order); err != nil {
 				return err
 			}
 		}
@@ -173,8 +178,8 @@ func runEval(args []string) error {
 }
 
 // modelRows are train.ModelRows with a bad guard named as the flag.
-func modelRows(sess policy.Decider, guardName string, cfg guard.Config, ablate bool) ([]train.Policy, *train.GuardedPolicy, error) {
-	rows, guarded, err := train.ModelRows(sess, guardName, cfg, ablate)
+func modelRows(sess policy.Decider, guardName string, cfg guard.Config, ablate bool, order train.AnswerOrder) ([]train.Policy, *train.GuardedPolicy, error) {
+	rows, guarded, err := train.ModelRows(sess, guardName, cfg, ablate, order)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--guard: %w", err)
 	}

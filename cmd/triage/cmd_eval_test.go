@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/triage-agent/triage/train"
 )
 
 // captureStdout runs f with os.Stdout sent to a pipe and returns what it wrote.
@@ -78,6 +81,15 @@ func TestEvalJSONLastLine(t *testing.T) {
 	}
 	if _, err := captureStdout(t, func() error { return runEval([]string{"--scenario", sc, "--ablate", "queue"}) }); err == nil || !strings.Contains(err.Error(), "--ablate") {
 		t.Fatalf("--ablate queue: %v, want an error naming the flag", err)
+	}
+}
+
+// --answer-order is shortest or deadline; anything else is refused, naming
+// the flag, before anything runs.
+func TestEvalRefusesAnUnknownAnswerOrder(t *testing.T) {
+	_, err := captureStdout(t, func() error { return runEval([]string{"--generated", "1", "--answer-order", "random"}) })
+	if err == nil || !strings.Contains(err.Error(), "--answer-order") || !errors.Is(err, train.ErrBadAnswerOrder) {
+		t.Errorf("--answer-order random: got %v, want train.ErrBadAnswerOrder naming the flag", err)
 	}
 }
 

@@ -23,7 +23,7 @@ const outsideTolerance = 0.05
 // real node's states leave the simulated band, the model decides out of
 // what it trained on. Then the model's network decides every logged state
 // again, beside the level the logged agent served (replayer).
-func writeStateComparison(w io.Writer, dir string, sc *train.Scenario, seed int64, sess policy.Decider, guardName string, gcfg guard.Config) error {
+func writeStateComparison(w io.Writer, dir string, sc *train.Scenario, seed int64, sess policy.Decider, guardName string, gcfg guard.Config, order train.AnswerOrder) error {
 	g, err := evalGuard(guardName, gcfg)
 	if err != nil {
 		return err
@@ -40,7 +40,7 @@ func writeStateComparison(w io.Writer, dir string, sc *train.Scenario, seed int6
 		return fmt.Errorf("--states-from %s: no experience records", dir)
 	}
 	rec := &train.RecordingDecider{Decider: sess}
-	rows, _, err := modelRows(rec, guardName, gcfg, false)
+	rows, _, err := modelRows(rec, guardName, gcfg, false, order)
 	if err != nil {
 		return err
 	}

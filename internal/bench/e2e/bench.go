@@ -40,6 +40,10 @@ type BenchConfig struct {
 	// it does not answer going to the agent; DecideRemote by a call for
 	// every task.
 	Decide string
+	// AnswerOrder is how the executor orders the agent's answers within a
+	// priority (the zero value: train.ShortestFirst, as the agent's
+	// executors do). The in-process rules keep their own order.
+	AnswerOrder train.AnswerOrder
 	// KeepDir keeps the agent's experience log and flame graphs; "": a
 	// temporary directory, removed.
 	KeepDir string
@@ -118,6 +122,7 @@ type AgentStats struct {
 	// by a call to it. decide_p50_us and decide_p99_us are over every
 	// task's wait for its priority; the remote ones over the calls alone.
 	Decide            string  `json:"decide"`
+	AnswerOrder       string  `json:"answer_order"` // BenchConfig.AnswerOrder
 	LocalDecisions    int     `json:"local_decisions"`
 	RemoteDecisions   int     `json:"remote_decisions"`
 	RemoteDecideP50Us float64 `json:"remote_decide_p50_us"`
@@ -265,7 +270,7 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		AgentSideP50Us: round3(scraped.p50DecideUs), AgentSideP99Us: round3(scraped.p99DecideUs),
 		ExperienceRecords: records, FlamegraphWindows: scraped.fgWindows, ProbesAttached: scraped.probesAttached,
 		TimeScale: res.TimeScale, LateStarts: rep.FIFO.LateStarts + res.LateStarts,
-		Decide: c.Decide, LocalDecisions: res.LocalDecisions, RemoteDecisions: res.RemoteDecisions,
+		Decide: c.Decide, AnswerOrder: c.AnswerOrder.String(), LocalDecisions: res.LocalDecisions, RemoteDecisions: res.RemoteDecisions,
 		HeldBackStarts:    res.HeldBackStarts,
 		RemoteDecideP50Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.5).Nanoseconds()) / 1e3),
 		RemoteDecideP99Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.99).Nanoseconds()) / 1e3),
@@ -369,6 +374,7 @@ func runAgent(ctx context.Context, c BenchConfig, base Config, ag *agentproc.Pro
 	t0 := time.Now()
 	acfg := base
 	acfg.Agent, acfg.Local, acfg.DecideConcurrency, acfg.IDBase = cl, local, c.DecideConcurrency, uint64(time.Now().UnixNano())&^0xffffffff
+	acfg.AnswerOrder = c.AnswerOrder
 	if st.res, err = Run(ctx, acfg); err != nil {
 		return agentRunStats{}, fmt.Errorf("agent run: %w", err)
 	}

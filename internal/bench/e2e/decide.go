@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/triage-agent/triage/train"
 	"github.com/triage-agent/triage/wire"
 )
 
@@ -68,7 +67,7 @@ func (d *decider) place(i int) {
 			d.lat = append(d.lat, el)
 			d.localN++
 			d.mu.Unlock()
-			d.r.enqueue(i, int(p), train.AnswerKey(&d.r.tasks[i]))
+			d.r.enqueue(i, int(p), d.r.cfg.AnswerOrder.Key(&d.r.tasks[i]))
 			return
 		}
 	}
@@ -94,7 +93,7 @@ func (d *decider) callLoop(ctx context.Context) {
 			d.errs++ // served anyway, at the lowest level
 		}
 		d.mu.Unlock()
-		d.r.enqueue(i, level, train.AnswerKey(&d.r.tasks[i]))
+		d.r.enqueue(i, level, d.r.cfg.AnswerOrder.Key(&d.r.tasks[i]))
 	}
 }
 

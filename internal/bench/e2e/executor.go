@@ -52,6 +52,9 @@ type Config struct {
 	// Agent, when set, decides each task's priority (the agent policy);
 	// nil serves FIFO.
 	Agent Agent
+	// AnswerOrder orders the agent's answers within a priority (the zero
+	// value: train.ShortestFirst).
+	AnswerOrder train.AnswerOrder
 	// Local decides each task from the agent's decision table where the
 	// table answers, in the dispatcher, without a round trip (Agent must be
 	// a LocalAgent); the rest go to the agent.
@@ -225,7 +228,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// The simulator's queue, in simulated milliseconds: FIFO (and EDF,
 	// SJF) serve strictly by key; priorities get the whole contract
 	// (levels, the order within a level by key: the rule's, or
-	// train.AnswerKey for the agent's answers; the late-work rule, the
+	// Config.AnswerOrder for the agent's answers; the late-work rule, the
 	// background tier).
 	r.queue = train.NewQueue(&r.outs, r.keyOrdered())
 	r.res = Result{Label: cfg.Label, TimeScale: scale, IOWriteMs: nd.writeMs, DiskSettle: nd.settled}

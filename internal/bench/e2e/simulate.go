@@ -48,7 +48,8 @@ type SimNode struct {
 // Simulate runs rep's policies in the simulator on sc with the bench's
 // arrival seed, once per node: the agent's row is the model (file, or the
 // embedded one) through the agent's default guard, as `triage eval`'s dqn,
-// and the blind agent's (when rep has one) eval's dqn-ablated.
+// and the blind agent's (when rep has one) eval's dqn-ablated, both with
+// the order the agent run's executor kept (rep.Stats.AnswerOrder).
 func Simulate(sc *train.Scenario, seed int64, model string, rep *Report, nodes []SimNode) ([]Simulated, error) {
 	cfg := policy.Config{Device: "cpu"}
 	var sess *policy.Session
@@ -65,7 +66,11 @@ func Simulate(sc *train.Scenario, seed int64, model string, rep *Report, nodes [
 	var out []Simulated
 	for _, nd := range nodes {
 		ablated := rep.AgentAblated != nil
-		rows, _, err := train.ModelRows(sess, guard.DefaultController, guard.DefaultConfig(), ablated)
+		order, err := train.ParseAnswerOrder(rep.Stats.AnswerOrder)
+		if err != nil {
+			return nil, err
+		}
+		rows, _, err := train.ModelRows(sess, guard.DefaultController, guard.DefaultConfig(), ablated, order)
 		if err != nil {
 			return nil, err
 		}
