@@ -147,7 +147,7 @@ func (p *DeciderPolicy) Assign(t *Task, v *NodeView) (int, float64, error) {
 // MLPPolicy is the greedy policy of an MLP, computed in plain Go. It is
 // the trainer's (checkpoint validation, `triage train`'s report), so it
 // keeps the trainer's deadline order within a level: the shipped model was
-// trained under it, and a candidate trained under AnswerKey scored lower
+// trained under it, and three trained under ShortestFirst scored lower
 // (docs/policy.md, "The order within a level").
 type MLPPolicy struct {
 	Label   string

@@ -60,7 +60,7 @@ func eachIdx(idx []int, f func(i int)) {
 // static-class, reserve-rule, and the agent's executors):
 //
 //   - the highest level first; within a level by key, smallest first (the
-//     rules give their deadline; the agent's answers AnswerKey);
+//     rules give their deadline; the agent's answers their AnswerOrder's);
 //   - a task that can no longer meet its deadline (now + expected cost >
 //     deadline) yields to every task, at any level, that still can: late
 //     work still runs, shortest expected first, but never ahead of work
