@@ -37,5 +37,5 @@ type blindMLP struct{ MLPPolicy }
 func (p *blindMLP) Assign(t *Task, v *NodeView) (int, float64, error) {
 	st := v.State
 	neutralise(&st, policy.KernelFeatures)
-	return p.greedy(&st), t.DeadlineMs(), nil
+	return p.greedy(&st), trainerOrder.Key(t), nil
 }

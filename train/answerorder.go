@@ -28,6 +28,14 @@ const (
 	DeadlineFirst
 )
 
+// trainerOrder is the order the trainer's episodes, its checkpoint
+// validation and `triage train`'s report serve the network's levels in:
+// the shipped model was trained under DeadlineFirst, and three trainings
+// under ShortestFirst scored lower (docs/policy.md, "The order within a
+// level"), so training keeps it while the agent's executors serve
+// ShortestFirst.
+const trainerOrder = DeadlineFirst
+
 // ErrBadAnswerOrder reports an order that is neither shortest nor deadline.
 var ErrBadAnswerOrder = errors.New("bad answer order: want shortest or deadline")
 

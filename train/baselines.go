@@ -146,9 +146,7 @@ func (p *DeciderPolicy) Assign(t *Task, v *NodeView) (int, float64, error) {
 
 // MLPPolicy is the greedy policy of an MLP, computed in plain Go. It is
 // the trainer's (checkpoint validation, `triage train`'s report), so it
-// keeps the trainer's deadline order within a level: the shipped model was
-// trained under it, and three trained under ShortestFirst scored lower
-// (docs/policy.md, "The order within a level").
+// serves its levels in the trainer's order (trainerOrder).
 type MLPPolicy struct {
 	Label   string
 	Net     *policy.MLP
@@ -157,7 +155,7 @@ type MLPPolicy struct {
 
 func (p *MLPPolicy) Name() string { return p.Label }
 func (p *MLPPolicy) Assign(t *Task, v *NodeView) (int, float64, error) {
-	return p.greedy(&v.State), t.DeadlineMs(), nil
+	return p.greedy(&v.State), trainerOrder.Key(t), nil
 }
 
 // greedy is the network's best priority in state st.

@@ -473,15 +473,15 @@ func (e explorer) Assign(t *Task, v *NodeView) (int, float64, error) {
 		}
 		tr.teacherAct[t.ID] = uint8(ta) + 1
 		if tr.demo && tr.rng.Float64() >= tr.eps {
-			return ta, t.DeadlineMs(), nil
+			return ta, trainerOrder.Key(t), nil
 		}
 	}
 	if tr.rng.Float64() < tr.eps {
-		return tr.rng.IntN(policy.NumActions), t.DeadlineMs(), nil
+		return tr.rng.IntN(policy.NumActions), trainerOrder.Key(t), nil
 	}
 	var q [policy.NumActions]float32
 	tr.online.Forward(&v.State, &q, tr.scratch)
-	return policy.Argmax(&q), t.DeadlineMs(), nil
+	return policy.Argmax(&q), trainerOrder.Key(t), nil
 }
 
 func (tr *trainer) episode(sc *Scenario, seed int64) (EpisodeStats, error) {

@@ -12,9 +12,10 @@ import (
 // times its kernel share on each validation scenario with interference:
 // its SLA attainment minus the same network's with the kernel features
 // neutral, measured here through the evaluation's own path (a Go decider
-// behind AblatedDecider), in the trainer's deadline order (byDeadline). The shipped model reads the kernel on
-// intf-io-backup, so the share is positive there; on a scenario without
-// interference the weight changes nothing.
+// behind AblatedDecider), in the trainer's order (trainerOrder). The
+// shipped model reads the kernel on intf-io-backup, so the share is
+// positive there; on a scenario without interference the weight changes
+// nothing.
 func TestValidationKernelWeightAddsTheKernelShare(t *testing.T) {
 	sess := testmodel.Default(t, policy.Config{})
 	net := sess.MLP()
@@ -57,7 +58,7 @@ func TestValidationKernelWeightAddsTheKernelShare(t *testing.T) {
 			return Summarise(sc, out).SLAAttainment
 		}
 		share := sla(&MLPPolicy{Label: "dqn", Net: net}) -
-			sla(byDeadline{&DeciderPolicy{Label: "blind", Decider: &AblatedDecider{Decider: policy.NewGoDecider(net, sess.Metadata()), Off: policy.KernelFeatures}}})
+			sla(&DeciderPolicy{Label: "blind", Decider: &AblatedDecider{Decider: policy.NewGoDecider(net, sess.Metadata()), Off: policy.KernelFeatures}, Order: trainerOrder})
 		t.Logf("%s: score %.4f without the weight, %.4f with weight 2; kernel share %.4f", c.file, s0, s2, share)
 		if share <= 0 {
 			t.Fatalf("setup: the shipped model's kernel share on %s is %.4f, want it positive", c.file, share)
@@ -66,14 +67,4 @@ func TestValidationKernelWeightAddsTheKernelShare(t *testing.T) {
 			t.Errorf("%s: the weight added %.6f to the score, want 2 × the kernel share %.6f", c.file, s2-s0, share)
 		}
 	}
-}
-
-// byDeadline serves p's levels in deadline order within a level, the
-// trainer's executor (its episodes and validation), where the evaluation's
-// DeciderPolicy serves them by AnswerKey as the agent's executors do.
-type byDeadline struct{ *DeciderPolicy }
-
-func (p byDeadline) Assign(t *Task, v *NodeView) (int, float64, error) {
-	level, _, err := p.DeciderPolicy.Assign(t, v)
-	return level, t.DeadlineMs(), err
 }
