@@ -14,28 +14,17 @@ import (
 // worker, tasks queued together at one level with room in their SLAs start
 // shortest first, not by deadline (here the longest has the earliest).
 func TestAgentAnswersAreServedShortestFirstWithinALevel(t *testing.T) {
-	sc := mustParseScenario(t, `{"name":"one-worker","seed":3,"duration_s":1,"workers":1,
-	 "arrival":{"process":"poisson","rate_per_s":1},
-	 "classes":[{"name":"c","share":1,"sla_ms":5000,"cost_ms":{"dist":"constant","value":10}}]}`)
-	// Task 0 takes the worker; 1..4 queue behind it. Expected costs fall
-	// as deadlines rise, so EDF would start 1, 2, 3, 4 and AnswerKey 4, 3, 2, 1.
-	tasks := []Task{{ID: 0, ArrivalMs: 0, CostMs: 50, ExpectedMs: 50, SLAMs: 5000, Weight: 1}}
-	for i := 1; i <= 4; i++ {
-		c := float64(50 - 10*i)
-		tasks = append(tasks, Task{ID: i, ArrivalMs: float64(i), CostMs: c, ExpectedMs: c, SLAMs: 1000 + 100*float64(i), Weight: 1})
-	}
+	sc, tasks := queuedBehindOne(t)
 	meta := policy.CurrentMetadata("test", "")
-	sure := policy.NewGoDecider(constNet([policy.NumActions]float32{3: 1}), meta)
 	// Members choose 3 and 1: the guard's controller decides every task.
 	disputed := policy.NewGoDecider(constNet([policy.NumActions]float32{3: 1}, [policy.NumActions]float32{1: 0.9}), meta)
 	g, err := guard.Named("reserve-rule", guard.DefaultConfig()) // every task to level 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	guarded := NewGuardedPolicy("guarded, unsure", disputed, g)
 	for _, p := range []Policy{
-		&DeciderPolicy{Label: "network", Decider: sure},
-		guarded,
+		&DeciderPolicy{Label: "network", Decider: sureOfThree(meta)},
+		NewGuardedPolicy("guarded, unsure", disputed, g),
 	} {
 		out, err := RunTasks(sc, tasks, p, SimConfig{})
 		if err != nil {
@@ -58,19 +47,11 @@ func TestAgentAnswersAreServedShortestFirstWithinALevel(t *testing.T) {
 	}
 }
 
-// With DeadlineFirst, the executor's order of the fifteenth session's
-// predecessor, the same tasks start by deadline, whoever decided them.
+// With DeadlineFirst, the order before the fifteenth session, the same
+// tasks start by deadline.
 func TestDeadlineFirstServesALevelByDeadline(t *testing.T) {
-	sc := mustParseScenario(t, `{"name":"one-worker","seed":3,"duration_s":1,"workers":1,
-	 "arrival":{"process":"poisson","rate_per_s":1},
-	 "classes":[{"name":"c","share":1,"sla_ms":5000,"cost_ms":{"dist":"constant","value":10}}]}`)
-	tasks := []Task{{ID: 0, ArrivalMs: 0, CostMs: 50, ExpectedMs: 50, SLAMs: 5000, Weight: 1}}
-	for i := 1; i <= 4; i++ {
-		c := float64(50 - 10*i)
-		tasks = append(tasks, Task{ID: i, ArrivalMs: float64(i), CostMs: c, ExpectedMs: c, SLAMs: 1000 + 100*float64(i), Weight: 1})
-	}
-	meta := policy.CurrentMetadata("test", "")
-	sure := policy.NewGoDecider(constNet([policy.NumActions]float32{3: 1}), meta)
+	sc, tasks := queuedBehindOne(t)
+	sure := sureOfThree(policy.CurrentMetadata("test", ""))
 	out, err := RunTasks(sc, tasks, &DeciderPolicy{Label: "network", Decider: sure, Order: DeadlineFirst}, SimConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +65,28 @@ func TestDeadlineFirstServesALevelByDeadline(t *testing.T) {
 				i, out[i].DeadlineMs(), out[i].StartMs, i+1, out[i+1].DeadlineMs(), out[i+1].StartMs)
 		}
 	}
+}
+
+// queuedBehindOne is a one-worker node and five tasks: task 0 takes the
+// worker, and 1..4 queue behind it with room in their SLAs. Their expected
+// costs fall as their deadlines rise, so deadline order starts 1, 2, 3, 4
+// and shortest first 4, 3, 2, 1.
+func queuedBehindOne(t *testing.T) (*Scenario, []Task) {
+	t.Helper()
+	sc := mustParseScenario(t, `{"name":"one-worker","seed":3,"duration_s":1,"workers":1,
+	 "arrival":{"process":"poisson","rate_per_s":1},
+	 "classes":[{"name":"c","share":1,"sla_ms":5000,"cost_ms":{"dist":"constant","value":10}}]}`)
+	tasks := []Task{{ID: 0, ArrivalMs: 0, CostMs: 50, ExpectedMs: 50, SLAMs: 5000, Weight: 1}}
+	for i := 1; i <= 4; i++ {
+		c := float64(50 - 10*i)
+		tasks = append(tasks, Task{ID: i, ArrivalMs: float64(i), CostMs: c, ExpectedMs: c, SLAMs: 1000 + 100*float64(i), Weight: 1})
+	}
+	return sc, tasks
+}
+
+// sureOfThree is a network that answers priority 3 for every task.
+func sureOfThree(meta policy.Metadata) policy.Decider {
+	return policy.NewGoDecider(constNet([policy.NumActions]float32{3: 1}), meta)
 }
 
 func TestParseAnswerOrder(t *testing.T) {
