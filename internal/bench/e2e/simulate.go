@@ -51,9 +51,12 @@ type SimNode struct {
 // and the blind agent's (when rep has one) eval's dqn-ablated, both with
 // the order the agent run's executor kept (rep.Stats.AnswerOrder).
 func Simulate(sc *train.Scenario, seed int64, model string, rep *Report, nodes []SimNode) ([]Simulated, error) {
+	order, err := train.ParseAnswerOrder(rep.Stats.AnswerOrder)
+	if err != nil {
+		return nil, err
+	}
 	cfg := policy.Config{Device: "cpu"}
 	var sess *policy.Session
-	var err error
 	if model != "" {
 		sess, err = policy.LoadFile(model, cfg)
 	} else {
@@ -66,10 +69,6 @@ func Simulate(sc *train.Scenario, seed int64, model string, rep *Report, nodes [
 	var out []Simulated
 	for _, nd := range nodes {
 		ablated := rep.AgentAblated != nil
-		order, err := train.ParseAnswerOrder(rep.Stats.AnswerOrder)
-		if err != nil {
-			return nil, err
-		}
 		rows, _, err := train.ModelRows(sess, guard.DefaultController, guard.DefaultConfig(), ablated, order)
 		if err != nil {
 			return nil, err
