@@ -9,7 +9,7 @@ import (
 )
 
 // The agent answers a priority alone, so its executors order a level by
-// AnswerKey, shortest expected cost first, whoever decided the task (the
+// ShortestFirst, shortest expected cost first, whoever decided the task (the
 // network, or the guard's controller where the network is unsure): on one
 // worker, tasks queued together at one level with room in their SLAs start
 // shortest first, not by deadline (here the longest has the earliest).

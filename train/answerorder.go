@@ -39,10 +39,6 @@ const trainerOrder = DeadlineFirst
 // ErrBadAnswerOrder reports an order that is neither shortest nor deadline.
 var ErrBadAnswerOrder = errors.New("bad answer order: want shortest or deadline")
 
-// AnswerKey is where the default executor puts the agent's answer for t
-// within its level (ShortestFirst).
-func AnswerKey(t *Task) float64 { return ShortestFirst.Key(t) }
-
 // Key is t's place within its level under o: smaller first.
 func (o AnswerOrder) Key(t *Task) float64 {
 	if o == DeadlineFirst {

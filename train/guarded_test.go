@@ -41,7 +41,7 @@ func sameRun(t *testing.T, what string, a, b []Outcome) {
 // asServed is a controller as the agent serves its levels: with the
 // background reserve the agent sends beside every decision, whoever took
 // it (policy.Reserve of the node state), and ordered within a level as the
-// executor orders every answer (AnswerKey; the wire carries no key): what
+// executor orders every answer (ShortestFirst; the wire carries no key): what
 // a guard that takes every task serves.
 type asServed struct{ Controller }
 
@@ -49,7 +49,7 @@ func (c asServed) Reserve(v *NodeView) float64 { return seenReserve(v, nil) }
 
 func (c asServed) Assign(t *Task, v *NodeView) (int, float64, error) {
 	level, _, err := c.Controller.Assign(t, v)
-	return level, AnswerKey(t), err
+	return level, ShortestFirst.Key(t), err
 }
 
 // Where the network is unsure of every task, the guarded policy runs
