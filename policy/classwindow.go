@@ -20,8 +20,7 @@ const classRecompute = 16
 // both keep one per class, so training and serving read the same numbers.
 // The zero value is empty and ready; it is not safe for concurrent use.
 type ClassWindow struct {
-	ring           [ClassWindowSize]float64
-	n, next        int
+	ring           ring[float64]
 	pending        int
 	p50, p99, mean float64
 	scratch        []float64
@@ -29,15 +28,12 @@ type ClassWindow struct {
 
 // Add records one finished task's service time in milliseconds.
 func (w *ClassWindow) Add(ms float64) {
-	w.ring[w.next] = ms
-	w.next = (w.next + 1) % len(w.ring)
-	if w.n < len(w.ring) {
-		w.n++
-	}
+	w.ring.add(ms, ClassWindowSize)
 	w.pending++
-	if w.n < classRecompute || w.pending >= classRecompute {
+	n := w.ring.len()
+	if n < classRecompute || w.pending >= classRecompute {
 		w.pending = 0
-		w.scratch = append(w.scratch[:0], w.ring[:w.n]...)
+		w.scratch = append(w.scratch[:0], w.ring.all()...)
 		slices.Sort(w.scratch)
 		w.p50 = NearestRank(w.scratch, 0.5)
 		w.p99 = NearestRank(w.scratch, 0.99)
@@ -45,17 +41,17 @@ func (w *ClassWindow) Add(ms float64) {
 		for _, x := range w.scratch {
 			sum += x
 		}
-		w.mean = sum / float64(w.n)
+		w.mean = sum / float64(n)
 	}
 }
 
 // Len is the number of samples in the window.
-func (w *ClassWindow) Len() int { return w.n }
+func (w *ClassWindow) Len() int { return w.ring.len() }
 
 // Stats returns p50, p99 and mean as of the latest recomputation; NaN for
 // all three while the window is empty.
 func (w *ClassWindow) Stats() (p50, p99, mean float64) {
-	if w.n == 0 {
+	if w.ring.len() == 0 {
 		nan := math.NaN()
 		return nan, nan, nan
 	}

@@ -1,6 +1,10 @@
 package policy
 
-import "math"
+import (
+	"math"
+	"slices"
+	"sort"
+)
 
 // SLAWindow holds the SLAs of the node's most recently decided tasks, for
 // feature 20 (FeatTighterShare): the share of them whose SLA is under half
@@ -13,10 +17,13 @@ import "math"
 // and every local decision a client reports) and the simulator (every
 // arrival) keep one each. The zero value is empty and ready; it is not
 // safe for concurrent use.
+//
+// The window keeps its SLAs sorted beside the ring, so that a share is a
+// binary search: the agent asks it for every task it decides and for every
+// cell of each decision table it pushes, and a task adds one SLA.
 type SLAWindow struct {
-	sla  [SLAWindowSize]float64
-	n    int
-	next int
+	ring   ring[float64]
+	sorted []float64 // ring's values in ascending order
 }
 
 // SLAWindowSize is how many decided tasks the window holds.
@@ -33,26 +40,25 @@ func (w *SLAWindow) Add(slaMs float64) {
 	if !knownPositive(slaMs) {
 		return
 	}
-	w.sla[w.next] = slaMs
-	w.next = (w.next + 1) % SLAWindowSize
-	w.n = min(w.n+1, SLAWindowSize)
+	if old, ok := w.ring.add(slaMs, SLAWindowSize); ok {
+		i, _ := slices.BinarySearch(w.sorted, old)
+		w.sorted = slices.Delete(w.sorted, i, i+1)
+	}
+	i, _ := slices.BinarySearch(w.sorted, slaMs)
+	w.sorted = slices.Insert(w.sorted, i, slaMs)
 }
 
 // TighterShare is the share of the recorded SLAs under TighterRatio times
 // slaMs; NaN (unknown: the feature's neutral value) while the window is
 // empty or slaMs is not finite and positive.
 func (w *SLAWindow) TighterShare(slaMs float64) float64 {
-	if w.n == 0 || !knownPositive(slaMs) {
+	n := len(w.sorted)
+	if n == 0 || !knownPositive(slaMs) {
 		return math.NaN()
 	}
-	bound, c := slaMs*TighterRatio, 0
-	for _, s := range w.sla[:w.n] {
-		if s < bound {
-			c++
-		}
-	}
-	return float64(c) / float64(w.n)
+	under := sort.SearchFloat64s(w.sorted, slaMs*TighterRatio) // the first at or over the bound
+	return float64(under) / float64(n)
 }
 
 // Len is how many SLAs the window holds.
-func (w *SLAWindow) Len() int { return w.n }
+func (w *SLAWindow) Len() int { return w.ring.len() }

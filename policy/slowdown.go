@@ -11,11 +11,14 @@ import "math"
 // each task's cost_ms) and the simulator keep one each. The zero value is
 // empty and ready; it is not safe for concurrent use.
 type SlowdownWindow struct {
-	svc, cost [SlowdownWindowSize]float64
-	n, next   int
-	sumSvc    float64
-	sumCost   float64
+	ring    ring[slowdownSample]
+	sumSvc  float64
+	sumCost float64
+	adds    int // since the last resum
 }
+
+// slowdownSample is one finished task's service time and expected cost.
+type slowdownSample struct{ svc, cost float64 }
 
 // SlowdownWindowSize is how many finished tasks the window holds.
 const SlowdownWindowSize = 128
@@ -27,33 +30,29 @@ func (w *SlowdownWindow) Add(serviceMs, expectedMs float64) {
 	if !(serviceMs > 0 && expectedMs > 0) || math.IsInf(serviceMs, 0) || math.IsInf(expectedMs, 0) {
 		return
 	}
-	if w.n == SlowdownWindowSize {
-		w.sumSvc -= w.svc[w.next]
-		w.sumCost -= w.cost[w.next]
-	} else {
-		w.n++
+	if old, ok := w.ring.add(slowdownSample{svc: serviceMs, cost: expectedMs}, SlowdownWindowSize); ok {
+		w.sumSvc -= old.svc
+		w.sumCost -= old.cost
 	}
-	w.svc[w.next], w.cost[w.next] = serviceMs, expectedMs
 	w.sumSvc += serviceMs
 	w.sumCost += expectedMs
-	w.next = (w.next + 1) % SlowdownWindowSize
-	if w.next == 0 {
+	if w.adds++; w.adds == SlowdownWindowSize {
 		w.resum() // no drift from a long run of subtractions
 	}
 }
 
 func (w *SlowdownWindow) resum() {
-	w.sumSvc, w.sumCost = 0, 0
-	for i := range w.n {
-		w.sumSvc += w.svc[i]
-		w.sumCost += w.cost[i]
+	w.sumSvc, w.sumCost, w.adds = 0, 0, 0
+	for _, s := range w.ring.all() {
+		w.sumSvc += s.svc
+		w.sumCost += s.cost
 	}
 }
 
 // Value is the window's slowdown, NaN until it holds MinSlowdownSamples
 // tasks.
 func (w *SlowdownWindow) Value() float64 {
-	if w.n < MinSlowdownSamples {
+	if w.ring.len() < MinSlowdownSamples {
 		return math.NaN()
 	}
 	return w.sumSvc / w.sumCost

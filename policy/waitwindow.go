@@ -15,13 +15,15 @@ import (
 // serving read the same numbers. The zero value is empty and ready; it is
 // not safe for concurrent use.
 type WaitWindow struct {
-	at, wait [WaitWindowSize]float64
-	n, next  int
+	ring     ring[waitSample]
 	pending  int
 	lastAt   float64 // when the summary was computed
 	p50, p99 float64
 	scratch  []float64
 }
+
+// waitSample is one finished task's queueing delay and when it finished.
+type waitSample struct{ at, wait float64 }
 
 // WaitWindowSize and WaitWindowMs bound the window: the newest samples,
 // and only recent ones, so that a quiet node's statistic fades.
@@ -40,18 +42,14 @@ const (
 // Add records one finished task's queueing delay, at time atMs (ms on any
 // clock that only moves forward).
 func (w *WaitWindow) Add(atMs, waitMs float64) {
-	w.at[w.next], w.wait[w.next] = atMs, math.Max(0, waitMs)
-	w.next = (w.next + 1) % WaitWindowSize
-	if w.n < WaitWindowSize {
-		w.n++
-	}
+	w.ring.add(waitSample{at: atMs, wait: math.Max(0, waitMs)}, WaitWindowSize)
 	w.pending++
 }
 
 // Stats returns the p50 and p99 of the window at nowMs; NaN for both when
 // no task finished in the last WaitWindowMs.
 func (w *WaitWindow) Stats(nowMs float64) (p50, p99 float64) {
-	if w.pending >= waitRecompute || w.pending > 0 && w.n < waitRecompute || nowMs-w.lastAt >= waitRecomputeMs || w.lastAt == 0 {
+	if w.pending >= waitRecompute || w.pending > 0 && w.ring.len() < waitRecompute || nowMs-w.lastAt >= waitRecomputeMs || w.lastAt == 0 {
 		w.recompute(nowMs)
 	}
 	return w.p50, w.p99
@@ -60,9 +58,9 @@ func (w *WaitWindow) Stats(nowMs float64) (p50, p99 float64) {
 func (w *WaitWindow) recompute(nowMs float64) {
 	w.pending, w.lastAt = 0, nowMs
 	w.scratch = w.scratch[:0]
-	for i := 0; i < w.n; i++ {
-		if nowMs-w.at[i] <= WaitWindowMs {
-			w.scratch = append(w.scratch, w.wait[i])
+	for _, s := range w.ring.all() {
+		if nowMs-s.at <= WaitWindowMs {
+			w.scratch = append(w.scratch, s.wait)
 		}
 	}
 	if len(w.scratch) == 0 {

@@ -124,7 +124,7 @@ func runEval(args []string) error {
 			return err
 		}
 		if guarded != nil {
-			fmt.Printf("\nthe guard (%s) decided %d of the dqn row's %d decisions\n", *guardName, guarded.Guarded(), guarded.Decisions())
+			fmt.Printf("\nthe guard (%s) decided %d of the dqn row's %d decisions%s\n", *guardName, guarded.Guarded(), guarded.Decisions(), guardReasons(guarded))
 		}
 		if *perClass {
 			fmt.Println()
@@ -288,4 +288,19 @@ func evalGuard(name string, cfg guard.Config) (*guard.Guard, error) {
 		return nil, fmt.Errorf("--guard: %w", err)
 	}
 	return g, nil
+}
+
+// guardReasons is why the guard took the decisions it took, as the agent's
+// triage_guard_decisions_total labels them: " (disagree 12, ...)".
+func guardReasons(p *train.GuardedPolicy) string {
+	var parts []string
+	for r, c := range p.Counts {
+		if guard.Reason(r) != guard.Network && c > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", guard.Reason(r), c))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/triage-agent/triage/policy/guard"
 	"github.com/triage-agent/triage/train"
 )
 
@@ -180,5 +181,18 @@ func TestEvalWithoutServiceTimesLeavesTheReserveToTheKernel(t *testing.T) {
 		if with[name] != without[name] {
 			t.Errorf("%s, which keeps the fixed reserve: %.4f and %.4f; want the same", name, with[name], without[name])
 		}
+	}
+}
+
+// The guard's line says why it took each decision it took, by the agent's
+// metric labels, and says nothing where the network decided everything.
+func TestGuardReasonsNameWhyTheGuardDecided(t *testing.T) {
+	var p train.GuardedPolicy
+	if got := guardReasons(&p); got != "" {
+		t.Errorf("no guarded decision: %q, want nothing", got)
+	}
+	p.Counts[guard.Network], p.Counts[guard.Disagree], p.Counts[guard.KeptUrgent] = 90, 7, 3
+	if got, want := guardReasons(&p), " (disagree 7, kept_urgent 3)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
