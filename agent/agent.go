@@ -112,6 +112,13 @@ func New(cfg Config) (a *Agent, err error) {
 		limit := applyGoMemoryLimit(cfg.GoMemoryLimit)
 		a.log.Debug("Go memory limit", "bytes", limit, "from_environment", limit != cfg.GoMemoryLimit)
 	}
+	if cfg.MallocMmapThreshold > 0 {
+		if set, err := applyMallocMmapThreshold(cfg.MallocMmapThreshold); err != nil {
+			a.log.Warn("the C heap keeps glibc's dynamic mmap threshold", "err", err)
+		} else {
+			a.log.Debug("malloc mmap threshold", "bytes", cfg.MallocMmapThreshold, "from_environment", !set)
+		}
+	}
 	if cfg.MaxProcs > 0 {
 		procs := applyMaxProcs(cfg.MaxProcs)
 		a.log.Debug("GOMAXPROCS", "procs", procs, "from_environment", procs != cfg.MaxProcs)

@@ -447,8 +447,10 @@ func TestPromoteNeedsTokenWhenConfigured(t *testing.T) {
 
 func TestBadConfig(t *testing.T) {
 	for name, cfg := range map[string]Config{
-		"batch window too long": {BatchWindow: time.Second},
-		"cert without key":      {TLSCertFile: "x.pem"},
+		"batch window too long":             {BatchWindow: time.Second},
+		"mmap threshold over glibc's bound": {MallocMmapThreshold: policy.MaxCHeapMmapThreshold + 1},
+		"negative mmap threshold":           {MallocMmapThreshold: -1},
+		"cert without key":                  {TLSCertFile: "x.pem"},
 		"open port without auth": {QUICAddr: "0.0.0.0:0", AdminAddr: "127.0.0.1:0", ExperienceDir: "-", FlamegraphDir: "-",
 			NoEBPF: true, Device: "cpu"},
 		"missing model": {ModelPath: "/nonexistent/model.onnx", ExperienceDir: "-", FlamegraphDir: "-", NoEBPF: true, AdminAddr: "127.0.0.1:0", QUICAddr: "127.0.0.1:0"},

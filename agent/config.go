@@ -18,6 +18,7 @@ import (
 	"github.com/triage-agent/triage/agent/profiling"
 	"github.com/triage-agent/triage/experience"
 	"github.com/triage-agent/triage/flamegraph"
+	"github.com/triage-agent/triage/policy"
 	"github.com/triage-agent/triage/policy/control"
 	"github.com/triage-agent/triage/policy/guard"
 	"github.com/triage-agent/triage/wire"
@@ -115,6 +116,12 @@ type Config struct {
 	// so 0 (the zero Config's) leaves the runtime as it is; `triage agent`
 	// passes DefaultMaxProcs. GOMAXPROCS in the environment wins.
 	MaxProcs int
+	// MallocMmapThreshold fixes glibc's mmap threshold (the C heap's, ONNX
+	// Runtime's) at this many bytes, set by New: process-wide, so 0 (the
+	// zero Config's) leaves glibc as it is; `triage agent` passes
+	// DefaultMallocMmapThreshold. MALLOC_MMAP_THRESHOLD_ or the
+	// glibc.malloc.mmap_threshold tunable in the environment wins.
+	MallocMmapThreshold int64
 
 	// NodeName labels metrics and node-state snapshots (the DaemonSet sets
 	// it from the downward API); "" means the host name.
@@ -250,6 +257,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxProcs < 0 {
 		return c, fmt.Errorf("%w: GOMAXPROCS of %d", ErrBadConfig, c.MaxProcs)
+	}
+	if c.MallocMmapThreshold < 0 || c.MallocMmapThreshold > policy.MaxCHeapMmapThreshold {
+		return c, fmt.Errorf("%w: malloc mmap threshold of %d bytes, want 0 (glibc's own) to %d", ErrBadConfig, c.MallocMmapThreshold, policy.MaxCHeapMmapThreshold)
 	}
 	if c.GoMemoryLimit < 0 {
 		return c, fmt.Errorf("%w: Go memory limit of %d bytes", ErrBadConfig, c.GoMemoryLimit)

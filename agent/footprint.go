@@ -5,8 +5,10 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/triage-agent/triage/bpf"
+	"github.com/triage-agent/triage/policy"
 )
 
 // The agent's own memory bounds (docs/footprint.md has the measurements
@@ -97,3 +99,29 @@ func applyMaxProcs(n int) int {
 // new thread. Two arenas hold what the agent needs: it runs the model from
 // the batcher's one runner at a time, the table refresh and a model load.
 const DefaultMallocArenas = 2
+
+// DefaultMallocMmapThreshold is the mmap threshold `triage agent` fixes for
+// the C heap: every allocation of 256 KiB or more is an mmap of its own,
+// unmapped when freed. glibc's own threshold starts at 128 KiB and rises
+// to the largest block freed (up to 32 MiB), after which such blocks come
+// from the arenas, which keep them as free chunks. The decision table's
+// refresh runs the model over every cell in batches of hundreds, whose
+// buffers are megabytes; under the e2e load with local decisions the C
+// heap kept 33–38 MB of free chunks beside 8.5 MB in use, and with the
+// threshold fixed 4 MB (docs/footprint.md, "The C heap's free chunks").
+// Batch-1 decisions allocate far below it: the hot path makes no mmap.
+const DefaultMallocMmapThreshold = 256 << 10
+
+// applyMallocMmapThreshold fixes the C heap's mmap threshold at bytes
+// unless the environment sets it (MALLOC_MMAP_THRESHOLD_, or the
+// glibc.malloc.mmap_threshold tunable: the operator's word wins); set
+// says whether it did.
+func applyMallocMmapThreshold(bytes int64) (set bool, err error) {
+	if _, ok := os.LookupEnv("MALLOC_MMAP_THRESHOLD_"); ok || strings.Contains(os.Getenv("GLIBC_TUNABLES"), "glibc.malloc.mmap_threshold") {
+		return false, nil
+	}
+	if err := policy.SetCHeapMmapThreshold(int(bytes)); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -68,3 +68,21 @@ func TestApplyMaxProcs(t *testing.T) {
 		t.Fatalf("0 changed GOMAXPROCS to %d", got)
 	}
 }
+
+// The operator's MALLOC_MMAP_THRESHOLD_ (or glibc tunable) wins over the
+// agent's; without either the agent fixes its own.
+func TestMallocMmapThresholdLeavesTheEnvironmentsOwn(t *testing.T) {
+	t.Setenv("MALLOC_MMAP_THRESHOLD_", "131072")
+	if set, err := applyMallocMmapThreshold(DefaultMallocMmapThreshold); set || err != nil {
+		t.Errorf("with MALLOC_MMAP_THRESHOLD_ set: set %v, err %v; want the environment's to stand", set, err)
+	}
+	os.Unsetenv("MALLOC_MMAP_THRESHOLD_")
+	t.Setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=131072")
+	if set, err := applyMallocMmapThreshold(DefaultMallocMmapThreshold); set || err != nil {
+		t.Errorf("with the tunable set: set %v, err %v; want the environment's to stand", set, err)
+	}
+	t.Setenv("GLIBC_TUNABLES", "")
+	if set, err := applyMallocMmapThreshold(DefaultMallocMmapThreshold); !set || err != nil {
+		t.Errorf("no setting in the environment: set %v, err %v; want the agent's threshold", set, err)
+	}
+}

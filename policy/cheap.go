@@ -29,8 +29,23 @@ static void triage_heap_stats(size_t *in_use, size_t *free_bytes, size_t *mapped
 	free(buf);
 #endif
 }
+
+// triage_mmap_threshold sets glibc's mmap threshold (mallopt(3)); it
+// returns 1 on success, 0 where mallopt refused, -1 without glibc.
+static int triage_mmap_threshold(int bytes) {
+#if defined(__GLIBC__)
+	return mallopt(M_MMAP_THRESHOLD, bytes);
+#else
+	return -1;
+#endif
+}
 */
 import "C"
+
+import (
+	"errors"
+	"fmt"
+)
 
 // CHeap is the C heap (ONNX Runtime's memory) as glibc counts it.
 type CHeap struct {
@@ -48,4 +63,28 @@ func ReadCHeap() CHeap {
 	var arenas C.int
 	C.triage_heap_stats(&inUse, &free, &mapped, &arenas)
 	return CHeap{InUse: uint64(inUse), Free: uint64(free), Mapped: uint64(mapped), Arenas: int(arenas)}
+}
+
+// MaxCHeapMmapThreshold is the largest mmap threshold glibc takes on a
+// 64-bit system (HEAP_MAX_SIZE / 2).
+const MaxCHeapMmapThreshold = 32 << 20
+
+// ErrNoMallopt means the C library is not glibc: the threshold is left to it.
+var ErrNoMallopt = errors.New("policy: the C library has no mallopt(M_MMAP_THRESHOLD)")
+
+// SetCHeapMmapThreshold makes every C allocation of at least bytes an mmap
+// of its own, returned to the kernel when freed, and fixes the threshold
+// (glibc otherwise raises it to the largest block freed, up to 32 MiB).
+// It is process-wide and takes effect for the allocations after it.
+func SetCHeapMmapThreshold(bytes int) error {
+	if bytes <= 0 || bytes > MaxCHeapMmapThreshold {
+		return fmt.Errorf("policy: mmap threshold %d bytes, want 1 to %d", bytes, MaxCHeapMmapThreshold)
+	}
+	switch C.triage_mmap_threshold(C.int(bytes)) {
+	case 1:
+		return nil
+	case -1:
+		return ErrNoMallopt
+	}
+	return fmt.Errorf("policy: mallopt refused an mmap threshold of %d bytes", bytes)
 }

@@ -18,7 +18,11 @@ const arenaChildEnv = "TRIAGE_TEST_ARENA_CHILD"
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(arenaChildEnv); mode != "" {
-		if err := arenaChild(mode); err != nil {
+		child := arenaChild
+		if mode == "threshold" || mode == "dynamic" {
+			child = freeChild
+		}
+		if err := child(mode); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -134,5 +138,85 @@ func TestReadCHeap(t *testing.T) {
 	}
 	if after.InUse <= before.InUse {
 		t.Errorf("C heap in use %d bytes after loading a session, %d before; want more", after.InUse, before.InUse)
+	}
+}
+
+// freeChild runs a wide model over batches of growing size, as the agent's
+// decision-table refresh does, from one thread, and prints the bytes the
+// C heap keeps in free chunks afterwards. "threshold" first fixes the
+// mmap threshold at what `triage agent` sets (agent.DefaultMallocMmapThreshold,
+// 256 KiB; policy cannot import agent); "dynamic" leaves glibc's.
+func freeChild(mode string) error {
+	if mode == "threshold" {
+		if err := SetCHeapMmapThreshold(256 << 10); err != nil {
+			return err
+		}
+	}
+	runtime.LockOSThread()
+	rng := rand.New(rand.NewPCG(9, 9))
+	model, err := MarshalONNX(randomMLP(rng, 320, 320), testMetadata("free"))
+	if err != nil {
+		return err
+	}
+	s, err := LoadBytes(model, Config{Device: DeviceCPU})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	states := randomStates(rng, 4096)
+	out := make([]Decision, len(states))
+	for n := 64; n <= len(states); n *= 2 {
+		for range 3 {
+			if err := s.Decide(states[:n], out[:n]); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.Decide(states[:1], out[:1]); err != nil { // the agent between refreshes
+		return err
+	}
+	h := ReadCHeap()
+	fmt.Printf("free %d mapped %d\n", h.Free, h.Mapped)
+	return nil
+}
+
+func runFreeChild(t *testing.T, mode string) (free, mapped uint64) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MALLOC_MMAP_THRESHOLD_=") && !strings.HasPrefix(kv, "GLIBC_TUNABLES=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, arenaChildEnv+"="+mode)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("free child (%s): %v\n%s", mode, err, out)
+	}
+	if _, err := fmt.Sscanf(string(out), "free %d mapped %d", &free, &mapped); err != nil {
+		t.Fatalf("free child (%s) printed %q: %v", mode, out, err)
+	}
+	return free, mapped
+}
+
+// With the threshold fixed, the large buffers of big batches are mmaps of
+// their own and go back to the kernel when freed; with glibc's dynamic
+// threshold they come from the arena after the first, and the arena keeps
+// them as free chunks (what grew the agent's C heap under the table
+// refreshes of local decisions).
+func TestMmapThresholdReturnsBigBatchesBuffers(t *testing.T) {
+	fixed, _ := runFreeChild(t, "threshold")
+	dynamic, _ := runFreeChild(t, "dynamic")
+	t.Logf("C heap free chunks after batches up to 4096: %d bytes with the threshold, %d without", fixed, dynamic)
+	if fixed >= dynamic/4 {
+		t.Errorf("free chunks kept: %d bytes with the 256 KiB threshold, %d with glibc's dynamic one; want under a quarter", fixed, dynamic)
+	}
+}
+
+func TestSetCHeapMmapThresholdRefusesOutOfRange(t *testing.T) {
+	for _, n := range []int{0, -1, MaxCHeapMmapThreshold + 1} {
+		if err := SetCHeapMmapThreshold(n); err == nil {
+			t.Errorf("threshold %d accepted", n)
+		}
 	}
 }

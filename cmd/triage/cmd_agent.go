@@ -27,7 +27,7 @@ func init() {
 // agentFlags binds every `triage agent` flag to an agent.Config.
 func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs := newFlagSet("agent", "Run the triage node agent. With no flags it serves QUIC (UDP) and gRPC and JSON (TCP) on 127.0.0.1:4433 (add --token, --token-file, --client-ca or --insecure-listen-any to listen beyond loopback), admin HTTP on :9090, the embedded model, every probe this kernel supports.")
-	var tokens, expSeg, expTotal, tcpAddr, sans, nodeIP, podIP, goMem string
+	var tokens, expSeg, expTotal, tcpAddr, sans, nodeIP, podIP, goMem, mmapThreshold string
 	var expSync time.Duration
 	var fgMax int64
 	var logLevel, logFormat string
@@ -66,6 +66,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.StringVar(&cfg.FlamegraphUnwind, "flamegraph-unwind", "auto", "how user stacks are walked: auto (stack copies unwound by .eh_frame where the kernel allows, else frame pointers), dwarf, fp")
 	fs.IntVar(&cfg.FlamegraphCacheBytes, "flamegraph-cache-bytes", flamegraph.DefaultMaxCacheBytes, "cap on the symboliser's cache (symbol tables, inline indexes, unwind tables, JIT maps)")
 	fs.StringVar(&goMem, "go-memory-limit", strconv.Itoa(agent.DefaultGoMemoryLimit>>20)+"MiB", "soft limit of the Go runtime's memory (heap and stacks; 0 = none); GOMEMLIMIT in the environment wins")
+	fs.StringVar(&mmapThreshold, "malloc-mmap-threshold", strconv.Itoa(agent.DefaultMallocMmapThreshold>>10)+"KiB", "C heap (ONNX Runtime) allocations of at least this size are mmaps of their own, returned when freed (0 = glibc's dynamic threshold); MALLOC_MMAP_THRESHOLD_ in the environment wins")
 	fs.IntVar(&cfg.MaxProcs, "max-procs", agent.DefaultMaxProcs, "GOMAXPROCS of the agent (0 = Go's default, one per CPU the cgroup allows); GOMAXPROCS in the environment wins")
 	fs.IntVar(&mallocArenas, mallocArenasFlag, agent.DefaultMallocArenas, "most glibc malloc arenas, ONNX Runtime's C heap (0 = glibc's default, 8 per CPU); the agent re-executes itself with MALLOC_ARENA_MAX, which wins when already set")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "node name for metrics and node state (\"\" = host name; the DaemonSet sets it from spec.nodeName)")
@@ -123,6 +124,9 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 		cfg.ExperienceOptions.SyncInterval = expSync
 		if cfg.GoMemoryLimit, err = parseBytes(goMem); err != nil {
 			return fmt.Errorf("--go-memory-limit: %w", err)
+		}
+		if cfg.MallocMmapThreshold, err = parseBytes(mmapThreshold); err != nil {
+			return fmt.Errorf("--malloc-mmap-threshold: %w", err)
 		}
 		// On the command line 0 means what it says, never; in agent.Config
 		// 0 is the default and a negative value is never.
