@@ -46,12 +46,7 @@ const arenaLimit = 2
 // cgo calls over its threads), then prints the C heap's arena count.
 // mode only names the case: runArenaChild sets the environment.
 func arenaChild(mode string) error {
-	rng := rand.New(rand.NewPCG(7, 7))
-	model, err := MarshalONNX(randomMLP(rng, 32, 32), testMetadata("arenas"))
-	if err != nil {
-		return err
-	}
-	s, err := LoadBytes(model, Config{Device: DeviceCPU})
+	s, err := childSession(rand.New(rand.NewPCG(7, 7)), 32)
 	if err != nil {
 		return err
 	}
@@ -87,6 +82,16 @@ func arenaChild(mode string) error {
 	}
 	fmt.Printf("arenas %d\n", ReadCHeap().Arenas)
 	return nil
+}
+
+// childSession loads a random two-layer model of the given width on the
+// CPU, in a child process (where a test's t is not at hand).
+func childSession(rng *rand.Rand, width int) (*Session, error) {
+	model, err := MarshalONNX(randomMLP(rng, width, width), testMetadata("child"))
+	if err != nil {
+		return nil, err
+	}
+	return LoadBytes(model, Config{Device: DeviceCPU})
 }
 
 func runArenaChild(t *testing.T, mode string) int {
@@ -154,11 +159,7 @@ func freeChild(mode string) error {
 	}
 	runtime.LockOSThread()
 	rng := rand.New(rand.NewPCG(9, 9))
-	model, err := MarshalONNX(randomMLP(rng, 320, 320), testMetadata("free"))
-	if err != nil {
-		return err
-	}
-	s, err := LoadBytes(model, Config{Device: DeviceCPU})
+	s, err := childSession(rng, 320)
 	if err != nil {
 		return err
 	}
