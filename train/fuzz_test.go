@@ -52,6 +52,7 @@ func parsedAndRoundTripped[T any](t *testing.T, parse func([]byte) (*T, error), 
 // classes, with finite positive costs.
 func FuzzParseScenario(f *testing.F) {
 	addFiles(f, "../testdata/scenarios/*.json")
+	addFiles(f, "../testdata/validation/*.json")
 	addFiles(f, "testdata/malformed.json")
 	f.Add([]byte(`{"name":"x","duration_s":1,"workers":1,"arrival":{"process":"poisson","rate_per_s":5},"classes":[{"name":"a","share":1,"sla_ms":10,"cost_ms":{"dist":"fixed","value":1}}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {

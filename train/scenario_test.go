@@ -2,6 +2,7 @@ package train
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,5 +90,40 @@ func TestMalformedFile(t *testing.T) {
 	}
 	if _, err := LoadScenario("testdata/does-not-exist.json"); err == nil {
 		t.Fatal("missing file accepted")
+	}
+}
+
+// The held-out hand-written files (testdata/validation) parse, each offers
+// its workers between half and one and a half times what they serve at
+// the start, and no training recipe reads them: they report
+// generalisation, so a model must never have seen them.
+func TestValidationScenariosParseAndAreNotTrainedOn(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/validation/*.json")
+	if len(files) < 8 {
+		t.Fatalf("want the 8 held-out files in testdata/validation, have %d", len(files))
+	}
+	names := map[string]bool{}
+	for _, f := range files {
+		sc, err := LoadScenario(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if names[sc.Name] || filepath.Base(f) != sc.Name+".json" {
+			t.Errorf("%s: name %q repeated or not the file's", f, sc.Name)
+		}
+		names[sc.Name] = true
+		if load := sc.Arrival.RatePerS * sc.MeanCostMs() / 1000 / float64(sc.Workers); load < 0.45 || load > 1.55 {
+			t.Errorf("%s: offers %.2f of its workers at the start, outside the 50%%–150%% the files span", f, load)
+		}
+	}
+	for _, script := range []string{"../scripts/train-candidate-model.sh", "../scripts/train-default-model.sh", "../Makefile"} {
+		b, err := os.ReadFile(script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "testdata/validation") {
+			t.Errorf("%s reads the held-out files", script)
+		}
 	}
 }
