@@ -119,6 +119,11 @@ func New(cfg Config) (a *Agent, err error) {
 			a.log.Debug("malloc mmap threshold", "bytes", cfg.MallocMmapThreshold, "from_environment", !set)
 		}
 	}
+	if cfg.Nice != 0 {
+		if err := applyNice(cfg.Nice); err != nil {
+			a.log.Warn("the agent keeps its scheduling priority", "err", err)
+		}
+	}
 	if cfg.MaxProcs > 0 {
 		procs := applyMaxProcs(cfg.MaxProcs)
 		a.log.Debug("GOMAXPROCS", "procs", procs, "from_environment", procs != cfg.MaxProcs)

@@ -450,6 +450,8 @@ func TestBadConfig(t *testing.T) {
 		"batch window too long":             {BatchWindow: time.Second},
 		"mmap threshold over glibc's bound": {MallocMmapThreshold: policy.MaxCHeapMmapThreshold + 1},
 		"negative mmap threshold":           {MallocMmapThreshold: -1},
+		"niceness under -20":                {Nice: -21},
+		"niceness over 19":                  {Nice: 20},
 		"cert without key":                  {TLSCertFile: "x.pem"},
 		"open port without auth": {QUICAddr: "0.0.0.0:0", AdminAddr: "127.0.0.1:0", ExperienceDir: "-", FlamegraphDir: "-",
 			NoEBPF: true, Device: "cpu"},

@@ -122,6 +122,12 @@ type Config struct {
 	// DefaultMallocMmapThreshold. MALLOC_MMAP_THRESHOLD_ or the
 	// glibc.malloc.mmap_threshold tunable in the environment wins.
 	MallocMmapThreshold int64
+	// Nice is the scheduling niceness of the agent's threads (-20..19),
+	// set by New: process-wide, so 0 (the zero Config's) leaves it as it
+	// is. A negative one lets a decision preempt the node's work instead
+	// of waiting behind it (DefaultNice says what `triage agent` uses);
+	// it needs CAP_SYS_NICE, and without it the agent runs on at its own.
+	Nice int
 
 	// NodeName labels metrics and node-state snapshots (the DaemonSet sets
 	// it from the downward API); "" means the host name.
@@ -257,6 +263,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxProcs < 0 {
 		return c, fmt.Errorf("%w: GOMAXPROCS of %d", ErrBadConfig, c.MaxProcs)
+	}
+	if c.Nice < -20 || c.Nice > 19 {
+		return c, fmt.Errorf("%w: niceness %d, want -20 to 19", ErrBadConfig, c.Nice)
 	}
 	if c.MallocMmapThreshold < 0 || c.MallocMmapThreshold > policy.MaxCHeapMmapThreshold {
 		return c, fmt.Errorf("%w: malloc mmap threshold of %d bytes, want 0 (glibc's own) to %d", ErrBadConfig, c.MallocMmapThreshold, policy.MaxCHeapMmapThreshold)

@@ -67,6 +67,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.IntVar(&cfg.FlamegraphCacheBytes, "flamegraph-cache-bytes", flamegraph.DefaultMaxCacheBytes, "cap on the symboliser's cache (symbol tables, inline indexes, unwind tables, JIT maps)")
 	fs.StringVar(&goMem, "go-memory-limit", strconv.Itoa(agent.DefaultGoMemoryLimit>>20)+"MiB", "soft limit of the Go runtime's memory (heap and stacks; 0 = none); GOMEMLIMIT in the environment wins")
 	fs.StringVar(&mmapThreshold, "malloc-mmap-threshold", strconv.Itoa(agent.DefaultMallocMmapThreshold>>10)+"KiB", "C heap (ONNX Runtime) allocations of at least this size are mmaps of their own, returned when freed (0 = glibc's dynamic threshold); MALLOC_MMAP_THRESHOLD_ in the environment wins")
+	fs.IntVar(&cfg.Nice, "nice", agent.DefaultNice, "scheduling niceness of the agent's threads, -20 to 19 (0 = leave it); a negative one needs CAP_SYS_NICE and lets decisions preempt the node's work")
 	fs.IntVar(&cfg.MaxProcs, "max-procs", agent.DefaultMaxProcs, "GOMAXPROCS of the agent (0 = Go's default, one per CPU the cgroup allows); GOMAXPROCS in the environment wins")
 	fs.IntVar(&mallocArenas, mallocArenasFlag, agent.DefaultMallocArenas, "most glibc malloc arenas, ONNX Runtime's C heap (0 = glibc's default, 8 per CPU); the agent re-executes itself with MALLOC_ARENA_MAX, which wins when already set")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "node name for metrics and node state (\"\" = host name; the DaemonSet sets it from spec.nodeName)")
