@@ -47,6 +47,14 @@ type DQNConfig struct {
 	// it the episode's transitions are added to the replay then; it needs
 	// Gamma 0, and with a positive Gamma the default is none.
 	BlameWeight float64
+	// MetBonus adds this much, times the class weight, to the training
+	// reward of each task that met its SLA. DESIGN's reward weighs a
+	// task's latency against its SLA above meeting it (0.6 against 0.3 in
+	// the peak phase), which under contention pays for protecting the
+	// tightest class; SLA attainment counts tasks. 0 (the default and the
+	// shipped model's): the reward alone (docs/training.md, "Paying for
+	// the count").
+	MetBonus float64
 	// MissingSources is, per training episode, the probability that each
 	// kernel-signal source is absent (its features neutral, as on a node
 	// without it; SimConfig.MissingSources): default 0.5
@@ -260,6 +268,16 @@ type TrainResult struct {
 // arrivals. It is what makes the background tier worth choosing.
 func TrainingReward(o *Outcome, harmWeight, blameWeight float64) float64 {
 	return o.Reward - harmWeight*o.Harm - max(0, blameWeight)*o.Blame
+}
+
+// reward is o's training reward under the trainer's weights, with the
+// MetBonus for a task that met its SLA.
+func (tr *trainer) reward(o *Outcome) float32 {
+	r := TrainingReward(o, tr.cfg.HarmWeight, tr.cfg.BlameWeight)
+	if o.Met {
+		r += tr.cfg.MetBonus * o.Weight
+	}
+	return float32(r)
 }
 
 type trainer struct {
@@ -535,7 +553,7 @@ func (tr *trainer) episode(sc *Scenario, seed int64) (EpisodeStats, error) {
 			if blame {
 				return // added with its blame when the run ends
 			}
-			push(o.ID, Transition{S: o.State, A: uint8(o.Level), R: float32(TrainingReward(o, tr.cfg.HarmWeight, tr.cfg.BlameWeight)), Done: tr.cfg.Gamma == 0, Teacher: teach(o.ID)})
+			push(o.ID, Transition{S: o.State, A: uint8(o.Level), R: tr.reward(o), Done: tr.cfg.Gamma == 0, Teacher: teach(o.ID)})
 		},
 	}
 	out, err := Run(sc, explorer{tr}, cfg)
@@ -546,7 +564,7 @@ func (tr *trainer) episode(sc *Scenario, seed int64) (EpisodeStats, error) {
 	// terminal for those tasks and for any whose successor never came.
 	for i := range out {
 		if !out[i].Finished || blame {
-			tr.buf.add(Transition{S: out[i].State, A: uint8(out[i].Level), R: float32(TrainingReward(&out[i], tr.cfg.HarmWeight, tr.cfg.BlameWeight)), Done: true, Teacher: teach(i)})
+			tr.buf.add(Transition{S: out[i].State, A: uint8(out[i].Level), R: tr.reward(&out[i]), Done: true, Teacher: teach(i)})
 		}
 	}
 	for id := range len(out) {

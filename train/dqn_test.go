@@ -2,6 +2,7 @@ package train
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"testing"
 
@@ -104,5 +105,28 @@ func TestHarmChargesLongTasksThatOvertake(t *testing.T) {
 	}
 	if longH/float64(nl) <= shortH/float64(ns) {
 		t.Fatalf("long tasks jumping the queue were charged %.4f each, short ones %.4f", longH/float64(nl), shortH/float64(ns))
+	}
+}
+
+// The met bonus pays a task that met its SLA, by its class weight, on top
+// of the training reward, and nothing to one that missed; 0 leaves the
+// training reward as it is.
+func TestMetBonusPaysTheTasksThatMetTheirSLA(t *testing.T) {
+	met := Outcome{Task: Task{Weight: 2}, Met: true, Reward: 0.25, Harm: 0.1, Blame: 0.01}
+	missed := Outcome{Task: Task{Weight: 2}, Met: false, Reward: -0.5, Harm: 0.1, Blame: 0.01}
+	for _, c := range []struct {
+		bonus       float64
+		met, missed float64
+	}{
+		{0, 0.25 - 0.1 - 6*0.01, -0.5 - 0.1 - 6*0.01},
+		{0.3, 0.25 - 0.1 - 6*0.01 + 0.6, -0.5 - 0.1 - 6*0.01},
+	} {
+		tr := &trainer{cfg: DQNConfig{HarmWeight: 1, BlameWeight: 6, MetBonus: c.bonus}}
+		if got := tr.reward(&met); math.Abs(float64(got)-c.met) > 1e-6 {
+			t.Errorf("bonus %v: a met task's reward %v, want %v", c.bonus, got, c.met)
+		}
+		if got := tr.reward(&missed); math.Abs(float64(got)-c.missed) > 1e-6 {
+			t.Errorf("bonus %v: a missed task's reward %v, want %v", c.bonus, got, c.missed)
+		}
 	}
 }

@@ -55,6 +55,7 @@ func runTrain(args []string) error {
 	valSeeds := fs.Int("validation-seeds", 0, "arrival seeds per training scenario for checkpoint validation (0: 1)")
 	valScenarios := fs.Int("validation-scenarios", 0, "training scenarios, spread evenly over the list, that checkpoint validation runs on (0: 12)")
 	valKernel := fs.Float64("validation-kernel-weight", 0, "add this weight times a checkpoint's kernel share (its SLA attainment minus the same network's with the kernel features neutral, on the validation scenarios with interference) to its validation score; 0: off (docs/training.md)")
+	metBonus := fs.Float64("met-bonus", 0, "add this much, times the class weight, to the training reward of each task that met its SLA (0: none, as the shipped model)")
 	harmWeight := fs.Float64("harm-weight", 0, "weight of the overtaking price in the training reward (0: 1)")
 	blameWeight := fs.Float64("blame-weight", 0, "weight of the blocking price in the training reward (0: the trainer's default, 6; negative: none)")
 	varyNode := fs.Float64("vary-node", 0, "per-episode probability that the node reads its kernel features unlike the calibrated one (0: the trainer's default, 1; negative: never; docs/training.md, \"Varying the node\")")
@@ -92,7 +93,7 @@ func runTrain(args []string) error {
 	prog := newProgress(os.Stdout)
 	cfg := train.DQNConfig{Seed: *seed, Episodes: *episodes, Ensemble: *ensemble,
 		DemoEpisodes: *demoEpisodes, DemoMargin: *demoMargin, DemoWeight: *demoWeight, Teacher: *teacher, ValidationSeeds: *valSeeds, ValidationScenarios: *valScenarios, ValidationKernelWeight: *valKernel,
-		HarmWeight: *harmWeight, BlameWeight: *blameWeight, MissingSources: *missing, VaryNode: *varyNode}
+		HarmWeight: *harmWeight, BlameWeight: *blameWeight, MetBonus: *metBonus, MissingSources: *missing, VaryNode: *varyNode}
 	for _, h := range strings.Split(*hidden, ",") {
 		if h = strings.TrimSpace(h); h == "" {
 			continue
