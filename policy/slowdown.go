@@ -14,7 +14,6 @@ type SlowdownWindow struct {
 	ring    ring[slowdownSample]
 	sumSvc  float64
 	sumCost float64
-	adds    int // since the last resum
 }
 
 // slowdownSample is one finished task's service time and expected cost.
@@ -36,13 +35,13 @@ func (w *SlowdownWindow) Add(serviceMs, expectedMs float64) {
 	}
 	w.sumSvc += serviceMs
 	w.sumCost += expectedMs
-	if w.adds++; w.adds == SlowdownWindowSize {
-		w.resum() // no drift from a long run of subtractions
+	if w.ring.next == 0 {
+		w.resum() // once a lap of the ring: no drift from a long run of subtractions
 	}
 }
 
 func (w *SlowdownWindow) resum() {
-	w.sumSvc, w.sumCost, w.adds = 0, 0, 0
+	w.sumSvc, w.sumCost = 0, 0
 	for _, s := range w.ring.all() {
 		w.sumSvc += s.svc
 		w.sumCost += s.cost
