@@ -117,11 +117,25 @@ const DefaultMallocMmapThreshold = 256 << 10
 // glibc.malloc.mmap_threshold tunable: the operator's word wins); set
 // says whether it did.
 func applyMallocMmapThreshold(bytes int64) (set bool, err error) {
-	if _, ok := os.LookupEnv("MALLOC_MMAP_THRESHOLD_"); ok || strings.Contains(os.Getenv("GLIBC_TUNABLES"), "glibc.malloc.mmap_threshold") {
+	if MallocSetInEnvironment(os.Environ(), "MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold") {
 		return false, nil
 	}
 	if err := policy.SetCHeapMmapThreshold(int(bytes)); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// MallocSetInEnvironment says whether environ sets one of glibc's malloc
+// parameters, by its variable (MALLOC_ARENA_MAX) or by its tunable in
+// GLIBC_TUNABLES (glibc.malloc.arena_max): the operator's setting, which
+// the agent's own must not override.
+func MallocSetInEnvironment(environ []string, variable, tunable string) bool {
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if name == variable || name == "GLIBC_TUNABLES" && strings.Contains(value, tunable) {
+			return true
+		}
+	}
+	return false
 }

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
+
+	"github.com/triage-agent/triage/agent"
 )
 
 // mallocArenasFlag is the flag of `triage agent` that bounds the C heap's
@@ -23,14 +24,8 @@ const arenaLimitEnv = "MALLOC_ARENA_MAX"
 // the glibc.malloc.arena_max tunable (their word wins, and a process that
 // was re-executed has it set, so this never loops).
 func arenaLimitExec(n int, environ []string) []string {
-	if n <= 0 {
+	if n <= 0 || agent.MallocSetInEnvironment(environ, arenaLimitEnv, "glibc.malloc.arena_max") {
 		return nil
-	}
-	for _, kv := range environ {
-		name, value, _ := strings.Cut(kv, "=")
-		if name == arenaLimitEnv || (name == "GLIBC_TUNABLES" && strings.Contains(value, "glibc.malloc.arena_max")) {
-			return nil
-		}
 	}
 	return append(append([]string(nil), environ...), arenaLimitEnv+"="+strconv.Itoa(n))
 }
