@@ -6,14 +6,16 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 )
 
-// arenaChildEnv makes the test binary run arenaChild instead of the tests:
-// glibc reads MALLOC_ARENA_MAX once, at start, so each case needs a fresh
-// process.
+// arenaChildEnv makes the test binary run a C heap child (arenaChild, or
+// freeChild for the threshold's modes) instead of the tests: glibc reads
+// MALLOC_ARENA_MAX once, at start, and mallopt is process-wide, so each
+// case needs a fresh process.
 const arenaChildEnv = "TRIAGE_TEST_ARENA_CHILD"
 
 func TestMain(m *testing.M) {
@@ -94,24 +96,34 @@ func childSession(rng *rand.Rand, width int) (*Session, error) {
 	return LoadBytes(model, Config{Device: DeviceCPU})
 }
 
-func runArenaChild(t *testing.T, mode string) int {
+// runCHeapChild runs this test binary as a C heap child in mode, with the
+// environment less the variables named in drop and with extra, and
+// returns what the child printed.
+func runCHeapChild(t *testing.T, mode string, drop []string, extra ...string) string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MALLOC_ARENA_MAX=") {
+		if name, _, _ := strings.Cut(kv, "="); !slices.Contains(drop, name) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, arenaChildEnv+"="+mode)
-	if mode == "limit" {
-		cmd.Env = append(cmd.Env, fmt.Sprintf("MALLOC_ARENA_MAX=%d", arenaLimit))
-	}
+	cmd.Env = append(append(cmd.Env, arenaChildEnv+"="+mode), extra...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("arena child (%s): %v\n%s\n(ONNX Runtime: run `make ort` and set TRIAGE_ONNXRUNTIME_LIB)", mode, err, out)
+		t.Fatalf("C heap child (%s): %v\n%s\n(ONNX Runtime: run `make ort` and set TRIAGE_ONNXRUNTIME_LIB)", mode, err, out)
 	}
+	return string(out)
+}
+
+func runArenaChild(t *testing.T, mode string) int {
+	t.Helper()
+	var extra []string
+	if mode == "limit" {
+		extra = append(extra, fmt.Sprintf("MALLOC_ARENA_MAX=%d", arenaLimit))
+	}
+	out := runCHeapChild(t, mode, []string{"MALLOC_ARENA_MAX"}, extra...)
 	var n int
-	if _, err := fmt.Sscanf(string(out), "arenas %d", &n); err != nil {
+	if _, err := fmt.Sscanf(out, "arenas %d", &n); err != nil {
 		t.Fatalf("arena child (%s) printed %q: %v", mode, out, err)
 	}
 	return n
@@ -176,28 +188,17 @@ func freeChild(mode string) error {
 	if err := s.Decide(states[:1], out[:1]); err != nil { // the agent between refreshes
 		return err
 	}
-	h := ReadCHeap()
-	fmt.Printf("free %d mapped %d\n", h.Free, h.Mapped)
+	fmt.Printf("free %d\n", ReadCHeap().Free)
 	return nil
 }
 
-func runFreeChild(t *testing.T, mode string) (free, mapped uint64) {
+func runFreeChild(t *testing.T, mode string) (free uint64) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MALLOC_MMAP_THRESHOLD_=") && !strings.HasPrefix(kv, "GLIBC_TUNABLES=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, arenaChildEnv+"="+mode)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("free child (%s): %v\n%s", mode, err, out)
-	}
-	if _, err := fmt.Sscanf(string(out), "free %d mapped %d", &free, &mapped); err != nil {
+	out := runCHeapChild(t, mode, []string{"MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES"})
+	if _, err := fmt.Sscanf(out, "free %d", &free); err != nil {
 		t.Fatalf("free child (%s) printed %q: %v", mode, out, err)
 	}
-	return free, mapped
+	return free
 }
 
 // With the threshold fixed, the large buffers of big batches are mmaps of
@@ -206,8 +207,8 @@ func runFreeChild(t *testing.T, mode string) (free, mapped uint64) {
 // them as free chunks (what grew the agent's C heap under the table
 // refreshes of local decisions).
 func TestMmapThresholdReturnsBigBatchesBuffers(t *testing.T) {
-	fixed, _ := runFreeChild(t, "threshold")
-	dynamic, _ := runFreeChild(t, "dynamic")
+	fixed := runFreeChild(t, "threshold")
+	dynamic := runFreeChild(t, "dynamic")
 	t.Logf("C heap free chunks after batches up to 4096: %d bytes with the threshold, %d without", fixed, dynamic)
 	if fixed >= dynamic/4 {
 		t.Errorf("free chunks kept: %d bytes with the 256 KiB threshold, %d with glibc's dynamic one; want under a quarter", fixed, dynamic)
