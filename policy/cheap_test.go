@@ -10,10 +10,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/triage-agent/triage/internal/cmalloc"
 )
 
 // arenaChildEnv makes the test binary run a C heap child (arenaChild, or
-// freeChild for the threshold's modes) instead of the tests: glibc reads
+// freeChild and blockChild for the threshold's modes) instead of the tests: glibc reads
 // MALLOC_ARENA_MAX once, at start, and mallopt is process-wide, so each
 // case needs a fresh process.
 const arenaChildEnv = "TRIAGE_TEST_ARENA_CHILD"
@@ -21,8 +23,11 @@ const arenaChildEnv = "TRIAGE_TEST_ARENA_CHILD"
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(arenaChildEnv); mode != "" {
 		child := arenaChild
-		if mode == "threshold" || mode == "dynamic" {
+		switch mode {
+		case "threshold", "dynamic":
 			child = freeChild
+		case "blocks-threshold", "blocks-dynamic":
+			child = blockChild
 		}
 		if err := child(mode); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -201,17 +206,77 @@ func runFreeChild(t *testing.T, mode string) (free uint64) {
 	return free
 }
 
-// With the threshold fixed, the large buffers of big batches are mmaps of
-// their own and go back to the kernel when freed; with glibc's dynamic
-// threshold they come from the arena after the first, and the arena keeps
-// them as free chunks (what grew the agent's C heap under the table
-// refreshes of local decisions).
+// The agent's refresh pattern with the agent's threshold keeps little in
+// free chunks. How much glibc's dynamic threshold keeps instead depends on
+// the block sizes ONNX Runtime's kernels pick on the CPU at hand (7.5 to
+// 11.6 MB on the AVX-512 machine the lever was measured on, 0.7 MB on a
+// CI machine), so the control is logged, not compared: the rule itself is
+// checked, whatever the CPU, by TestMmapThresholdMapsBlocksOfItsOwn.
 func TestMmapThresholdReturnsBigBatchesBuffers(t *testing.T) {
 	fixed := runFreeChild(t, "threshold")
 	dynamic := runFreeChild(t, "dynamic")
-	t.Logf("C heap free chunks after batches up to 4096: %d bytes with the threshold, %d without", fixed, dynamic)
-	if fixed >= dynamic/4 {
-		t.Errorf("free chunks kept: %d bytes with the 256 KiB threshold, %d with glibc's dynamic one; want under a quarter", fixed, dynamic)
+	t.Logf("C heap free chunks after batches up to 4096: %d bytes with the threshold, %d without (control)", fixed, dynamic)
+	if fixed > maxFreeAfterRefreshes {
+		t.Errorf("free chunks kept with the 256 KiB threshold: %d bytes, want at most %d", fixed, maxFreeAfterRefreshes)
+	}
+}
+
+// maxFreeAfterRefreshes bounds the C heap's free chunks after the refresh
+// pattern with the threshold: 1.7 MB measured, the bound leaves room for
+// other CPUs' kernels and stays under what the dynamic threshold kept.
+const maxFreeAfterRefreshes = 4 << 20
+
+// blockChild allocates blocks of its own through malloc, sizes that do
+// not depend on the CPU: one of 8 MiB freed (which raises glibc's dynamic
+// threshold to 8 MiB), then four of 1 MiB held and freed. It prints the
+// bytes mmapped while the four are held and the bytes of free chunks
+// gained once they are freed.
+func blockChild(mode string) error {
+	if mode == "blocks-threshold" {
+		if err := SetCHeapMmapThreshold(256 << 10); err != nil {
+			return err
+		}
+	}
+	big, err := cmalloc.Malloc(8 << 20)
+	if err != nil {
+		return err
+	}
+	big.Free()
+	before := ReadCHeap()
+	var held [4]cmalloc.Block
+	for i := range held {
+		if held[i], err = cmalloc.Malloc(1 << 20); err != nil {
+			return err
+		}
+	}
+	mapped := ReadCHeap().Mapped - before.Mapped
+	for i := range held {
+		held[i].Free()
+	}
+	fmt.Printf("mapped %d free %d\n", mapped, int64(ReadCHeap().Free)-int64(before.Free))
+	return nil
+}
+
+// glibc's rule, which the agent's threshold relies on: with the threshold
+// fixed at 256 KiB, blocks of 1 MiB are mmaps of their own and go back to
+// the kernel when freed, even after a bigger block was freed; with the
+// dynamic threshold, that freed 8 MiB block raised it, so the 1 MiB blocks
+// come from an arena, which keeps them as free chunks.
+func TestMmapThresholdMapsBlocksOfItsOwn(t *testing.T) {
+	run := func(mode string) (mapped uint64, free int64) {
+		out := runCHeapChild(t, mode, []string{"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"})
+		if _, err := fmt.Sscanf(out, "mapped %d free %d", &mapped, &free); err != nil {
+			t.Fatalf("block child (%s) printed %q: %v", mode, out, err)
+		}
+		return mapped, free
+	}
+	mapped, free := run("blocks-threshold")
+	if mapped < 4<<20 || free >= 1<<20 {
+		t.Errorf("threshold 256 KiB: %d bytes mmapped while four 1 MiB blocks were held, %d more in free chunks after; want at least 4 MiB and under 1 MiB", mapped, free)
+	}
+	mapped, free = run("blocks-dynamic")
+	if mapped >= 1<<20 || free < 3<<20 { // some may come from the top chunk's slack
+		t.Errorf("dynamic threshold (control): %d bytes mmapped while four 1 MiB blocks were held, %d more in free chunks after; want under 1 MiB and at least 3 MiB", mapped, free)
 	}
 }
 

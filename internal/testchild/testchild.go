@@ -41,30 +41,51 @@ func Start(t testing.TB, cmd *exec.Cmd) {
 // policy preempts it at once, which a nice value does not promise.
 //
 // The policy is set on a thread of this process locked for the purpose,
-// which then forks the child and ends with its goroutine: every thread of
-// the child inherits the policy from its first instruction, and no thread
-// of this process keeps it. Pdeathsig would fire when that thread ends,
-// so a cmd that sets it is refused.
+// which then forks the child: every thread of the child inherits the
+// policy from its first instruction. The forking thread takes back the
+// policy it had before StartIdle returns, so that no thread of this
+// process is idle once the child runs; should that fail, the thread stays
+// locked and ends with its goroutine, policy and all. Pdeathsig would fire
+// when that thread ends, so a cmd that sets it is refused.
 func StartIdle(t testing.TB, cmd *exec.Cmd) {
 	t.Helper()
 	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Pdeathsig != 0 {
 		t.Fatal("starting the test child: Pdeathsig would kill it when the idle thread that forks it ends")
 	}
 	done := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread exits with this goroutine, policy and all.
-		runtime.LockOSThread()
-		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}
-		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
-			done <- fmt.Errorf("SCHED_IDLE for the forking thread: %w", err)
-			return
-		}
-		done <- cmd.Start()
-	}()
+	go func() { done <- startOnIdleThread(cmd) }()
 	if err := <-done; err != nil {
 		t.Fatalf("starting the test child: %v", err)
 	}
 	reapAtEnd(t, cmd)
+}
+
+// startOnIdleThread starts cmd from the calling goroutine's thread under
+// SCHED_IDLE and gives that thread its own policy back once cmd runs,
+// before it returns: waiting for the thread to end instead, as this did
+// first, raced with the caller's look at its threads. The thread is
+// unlocked only after its policy is restored; one whose policy could not
+// be restored stays locked, to end with the goroutine (the Go runtime
+// ends a locked thread whose goroutine exits).
+func startOnIdleThread(cmd *exec.Cmd) error {
+	runtime.LockOSThread()
+	own, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		return fmt.Errorf("policy of the forking thread: %w", err)
+	}
+	idle := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}
+	if err := unix.SchedSetAttr(0, &idle, 0); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("SCHED_IDLE for the forking thread: %w", err)
+	}
+	startErr := cmd.Start()
+	if err := unix.SchedSetAttr(0, own, 0); err != nil {
+		// Leaving SCHED_IDLE can need a privilege; the thread, locked
+		// still, ends with this goroutine instead.
+		return startErr
+	}
+	runtime.UnlockOSThread()
+	return startErr
 }
 
 // reapAtEnd kills and reaps cmd when the test ends, unless it has been
