@@ -124,6 +124,11 @@ func New(cfg Config) (a *Agent, err error) {
 			a.log.Warn("the agent keeps its scheduling priority", "err", err)
 		}
 	}
+	if cfg.SchedSlice > 0 {
+		if err := applySchedSlice(cfg.SchedSlice); err != nil {
+			a.log.Warn("the agent keeps the kernel's scheduling slice", "err", err)
+		}
+	}
 	if cfg.MaxProcs > 0 {
 		procs := applyMaxProcs(cfg.MaxProcs)
 		a.log.Debug("GOMAXPROCS", "procs", procs, "from_environment", procs != cfg.MaxProcs)

@@ -452,6 +452,8 @@ func TestBadConfig(t *testing.T) {
 		"negative mmap threshold":           {MallocMmapThreshold: -1},
 		"niceness under -20":                {Nice: -21},
 		"niceness over 19":                  {Nice: 20},
+		"slice under the kernel's least":    {SchedSlice: 50 * time.Microsecond},
+		"slice over the kernel's most":      {SchedSlice: time.Second},
 		"cert without key":                  {TLSCertFile: "x.pem"},
 		"open port without auth": {QUICAddr: "0.0.0.0:0", AdminAddr: "127.0.0.1:0", ExperienceDir: "-", FlamegraphDir: "-",
 			NoEBPF: true, Device: "cpu"},

@@ -128,6 +128,14 @@ type Config struct {
 	// of waiting behind it (DefaultNice says what `triage agent` uses);
 	// it needs CAP_SYS_NICE, and without it the agent runs on at its own.
 	Nice int
+	// SchedSlice is the scheduling slice the agent's threads ask the
+	// kernel for (MinSchedSlice..MaxSchedSlice), set by New: process-wide,
+	// so 0 (the zero Config's) leaves the kernel's own. A short one lets a
+	// woken decide call preempt a worker that has run past its own slice,
+	// without a larger share of the CPU or any capability
+	// (DefaultSchedSlice says what `triage agent` uses). A kernel older
+	// than EEVDF's custom slices ignores it, and the agent says so.
+	SchedSlice time.Duration
 
 	// NodeName labels metrics and node-state snapshots (the DaemonSet sets
 	// it from the downward API); "" means the host name.
@@ -266,6 +274,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Nice < -20 || c.Nice > 19 {
 		return c, fmt.Errorf("%w: niceness %d, want -20 to 19", ErrBadConfig, c.Nice)
+	}
+	if c.SchedSlice != 0 && (c.SchedSlice < MinSchedSlice || c.SchedSlice > MaxSchedSlice) {
+		return c, fmt.Errorf("%w: scheduling slice %v, want 0 (the kernel's) or %v to %v", ErrBadConfig, c.SchedSlice, MinSchedSlice, MaxSchedSlice)
 	}
 	if c.MallocMmapThreshold < 0 || c.MallocMmapThreshold > policy.MaxCHeapMmapThreshold {
 		return c, fmt.Errorf("%w: malloc mmap threshold of %d bytes, want 0 (glibc's own) to %d", ErrBadConfig, c.MallocMmapThreshold, policy.MaxCHeapMmapThreshold)

@@ -1,11 +1,17 @@
 package agent
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // threadNices reads the niceness of every thread of this process
@@ -54,4 +60,83 @@ func TestApplyNiceSetsEveryThread(t *testing.T) {
 			t.Errorf("thread %d at niceness %d, want 7", tid, nice)
 		}
 	}
+}
+
+// Every thread takes the slice, keeps its niceness, and threads the Go
+// runtime starts afterwards inherit it; 0 gives the kernel's slice back.
+// No privilege is needed, so the test runs as any user.
+func TestApplySchedSliceSetsEveryThreadAndNewOnes(t *testing.T) {
+	const slice = 300 * time.Microsecond
+	before := threadNices(t)
+	if err := applySchedSlice(slice); errors.Is(err, ErrNoSchedSlice) {
+		t.Skipf("kernel without custom slices: %v", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := applySchedSlice(0); err != nil {
+			t.Errorf("giving the kernel's slice back: %v", err)
+		}
+		for tid, s := range threadSlices(t) {
+			if s == uint64(slice) {
+				t.Errorf("thread %d kept the slice after it was given back", tid)
+			}
+		}
+	}()
+	// Goroutines that each hold a thread, more than there are, make the
+	// runtime start new ones.
+	held := len(before) + 2
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(held)
+	for range held {
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			started.Done()
+			<-release
+		}()
+	}
+	started.Wait()
+	defer close(release)
+	slices := threadSlices(t)
+	if len(slices) <= len(before) {
+		t.Fatalf("%d threads after %d were held, %d before: the test started none", len(slices), held, len(before))
+	}
+	for tid, s := range slices {
+		if s != uint64(slice) {
+			t.Errorf("thread %d has a slice of %d ns, want %d", tid, s, slice.Nanoseconds())
+		}
+	}
+	for tid, nice := range threadNices(t) {
+		if was, ok := before[tid]; ok && nice != was {
+			t.Errorf("thread %d at niceness %d after the slice was set, %d before", tid, nice, was)
+		}
+	}
+}
+
+// threadSlices reads the slice every thread of this process asked for
+// (sched_attr.sched_runtime; the kernel's own slice where none was).
+func threadSlices(t *testing.T) map[int]uint64 {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]uint64{}
+	for _, e := range tasks {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		attr, err := unix.SchedGetAttr(tid, 0)
+		if errors.Is(err, unix.ESRCH) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("thread %d: %v", tid, err)
+		}
+		out[tid] = attr.Runtime
+	}
+	return out
 }
