@@ -24,7 +24,9 @@ func startProfilingAgent(t *testing.T) *testAgent {
 	if ta.prof == nil {
 		t.Fatalf("the profiler did not start:\n%s", ta.logs.String())
 	}
-	waitFor(t, 20*time.Second, "two flame-graph windows", func() bool { return len(ta.store.List()) >= 2 })
+	// The first window symbolises every binary it saw (their DWARF), which
+	// takes seconds on a loaded machine.
+	waitFor(t, 60*time.Second, "two flame-graph windows", func() bool { return len(ta.store.List()) >= 2 })
 	return ta
 }
 

@@ -44,7 +44,7 @@ func (a *Agent) guardDecide(p *pendingTask, d *policy.Decision) int {
 	if a.guard == nil {
 		return d.Priority
 	}
-	level, _, why := a.guard.Decide(&p.ctl, d)
+	level, why := a.guard.Decide(&p.ctl, d)
 	if why != guard.Network {
 		a.metrics.guarded[why].Inc()
 	}

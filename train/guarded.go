@@ -47,7 +47,7 @@ func (p *GuardedPolicy) Assign(t *Task, v *NodeView) (int, float64, error) {
 	}
 	// The controller's key is not the agent's to give: the wire carries the
 	// priority alone, and the executor orders every answer by p.Order.
-	level, _, why := p.Guard.Decide(p.controlTask(t), &p.out[0])
+	level, why := p.Guard.Decide(p.controlTask(t), &p.out[0])
 	p.Counts[why]++
 	return level, p.Order.Key(t), nil
 }

@@ -207,21 +207,22 @@ func (g *Guard) Unsure(d *policy.Decision) Reason {
 	return Network
 }
 
-// Decide is the level and key of task t, given the network's decision d:
-// the network's priority with the deadline as key when it is sure (unless
-// KeepUrgent holds it back), the controller's level and key otherwise, and
-// the reason.
-func (g *Guard) Decide(t *control.Task, d *policy.Decision) (level int, key float64, why Reason) {
+// Decide is the level of task t, given the network's decision d: the
+// network's priority when it is sure (unless KeepUrgent or MinAdvantage
+// hold it back), the controller's level otherwise, and the reason. The
+// order within a level is the executor's (the wire carries a priority
+// only), so no key is returned.
+func (g *Guard) Decide(t *control.Task, d *policy.Decision) (level int, why Reason) {
 	g.mu.Lock()
-	level, key = g.c.Decide(t)
+	level, _ = g.c.Decide(t)
 	g.mu.Unlock()
 	if why = g.Unsure(d); why == Network {
 		if why = g.overrules(t, d, level); why != Network {
-			return level, key, why
+			return level, why
 		}
-		return d.Priority, t.DeadlineMs(), Network
+		return d.Priority, Network
 	}
-	return level, key, why
+	return level, why
 }
 
 // Observe tells the controller of a finished task: it started at startMs

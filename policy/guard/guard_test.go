@@ -51,9 +51,9 @@ func TestGuardDecidesWhereTheNetworkIsUnsure(t *testing.T) {
 			t.Fatal(err)
 		}
 		task := normalTask(100)
-		level, key, why := g.Decide(task, &c.d)
-		if why != c.want || level != c.wantLevel || key != task.DeadlineMs() {
-			t.Errorf("%s: level %d key %v reason %s, want level %d key %v reason %s", c.name, level, key, why, c.wantLevel, task.DeadlineMs(), c.want)
+		level, why := g.Decide(task, &c.d)
+		if why != c.want || level != c.wantLevel {
+			t.Errorf("%s: level %d reason %s, want level %d reason %s", c.name, level, why, c.wantLevel, c.want)
 		}
 	}
 }
@@ -66,27 +66,27 @@ func TestGuardRunsTheControllerForEveryTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := normalTask(0), normalTask(1)
-	if level, _, why := g.Decide(a, &sure); why != Network || level != 3 {
+	if level, why := g.Decide(a, &sure); why != Network || level != 3 {
 		t.Fatalf("first task: %d %s", level, why)
 	}
-	if level, _, why := g.Decide(b, &sure); why != Network || level != 3 {
+	if level, why := g.Decide(b, &sure); why != Network || level != 3 {
 		t.Fatalf("second task: %d %s", level, why)
 	}
 	// Two in flight already, both decided by the network: an unsure third
 	// is over gradient2's limit of two and goes to the background.
-	if level, _, why := g.Decide(normalTask(2), &disputed); why != Disagree || level != 0 {
+	if level, why := g.Decide(normalTask(2), &disputed); why != Disagree || level != 0 {
 		t.Fatalf("third task, over the limit: level %d reason %s, want the controller's 0", level, why)
 	}
 	for _, done := range []*control.Task{a, b} {
 		g.Observe(done, done.ArrivalMs+1, done.ArrivalMs+6)
 	}
 	// One in flight now: the next unsure task is admitted.
-	if level, _, why := g.Decide(normalTask(10), &disputed); why != Disagree || level != 2 {
+	if level, why := g.Decide(normalTask(10), &disputed); why != Disagree || level != 2 {
 		t.Fatalf("after two finished: level %d reason %s, want the controller's 2", level, why)
 	}
 	g.Reset()
 	g.Decide(normalTask(20), &sure)
-	if level, _, _ := g.Decide(normalTask(21), &disputed); level != 2 {
+	if level, _ := g.Decide(normalTask(21), &disputed); level != 2 {
 		t.Fatalf("after Reset the controller still counted old tasks: level %d", level)
 	}
 }
@@ -116,7 +116,7 @@ func TestGuardConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 	g.Decide(normalTask(1e6), &sure)
-	if level, _, _ := g.Decide(normalTask(1e6), &disputed); level != 2 {
+	if level, _ := g.Decide(normalTask(1e6), &disputed); level != 2 {
 		t.Fatalf("the controller lost count under concurrent use: level %d with one task in flight", level)
 	}
 }
@@ -182,14 +182,14 @@ func TestGuardKeepsUrgentWorkOutOfTheBackground(t *testing.T) {
 		if !ok || why != c.want || level != c.wantLevel {
 			t.Errorf("%s: preview level %d reason %s ok %v, want level %d reason %s", c.name, level, why, ok, c.wantLevel, c.want)
 		}
-		level, _, why = g.Decide(urgent(50), &background)
+		level, why = g.Decide(urgent(50), &background)
 		if why != c.want || level != c.wantLevel {
 			t.Errorf("%s: level %d reason %s, want level %d reason %s", c.name, level, why, c.wantLevel, c.want)
 		}
 	}
 	// A sure decision above 0 is the network's whatever the controller says.
 	g, _ := New(tightGradient2(), DefaultConfig())
-	if level, _, why := g.Decide(urgent(0), &policy.Decision{Priority: 1, Agreement: 1}); why != Network || level != 1 {
+	if level, why := g.Decide(urgent(0), &policy.Decision{Priority: 1, Agreement: 1}); why != Network || level != 1 {
 		t.Errorf("priority 1: level %d reason %s", level, why)
 	}
 }
@@ -237,7 +237,7 @@ func TestGuardYieldsWhereTheNetworkIsAheadBySoLittle(t *testing.T) {
 		if !ok || why != c.want || level != c.wantLevel {
 			t.Errorf("%s: preview level %d reason %s ok %v, want level %d reason %s", c.name, level, why, ok, c.wantLevel, c.want)
 		}
-		level, _, why = g.Decide(long, c.d)
+		level, why = g.Decide(long, c.d)
 		if why != c.want || level != c.wantLevel {
 			t.Errorf("%s: level %d reason %s, want level %d reason %s", c.name, level, why, c.wantLevel, c.want)
 		}

@@ -35,7 +35,7 @@ func TestPreviewAnswersLikeDecideWithoutCounting(t *testing.T) {
 	if level, why, _ := g.Preview(normalTask(22), &disputed); level != 0 || why != Disagree {
 		t.Fatalf("over the limit: preview %d %s, want the controller's 0", level, why)
 	}
-	if level, _, _ := g.Decide(normalTask(22), &disputed); level != 0 {
+	if level, _ := g.Decide(normalTask(22), &disputed); level != 0 {
 		t.Fatalf("decide after the preview: %d, want 0", level)
 	}
 }
