@@ -78,7 +78,7 @@ func newMetrics(a *Agent) *metrics {
 		m.outcomes, m.outcomesUnknown, m.timeouts, m.reward, m.reloadFailures, m.experienceErrors, m.modelInfo,
 		m.tlsReloadFailures, m.tokenReloadFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&agentCollector{a: a}, cHeapCollector{})
+		&agentCollector{a: a}, cHeapCollector{}, schedCollector{})
 	return m
 }
 

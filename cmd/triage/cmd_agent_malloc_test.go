@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/triage-agent/triage/agent"
 	"github.com/triage-agent/triage/internal/bench/agentproc"
 	"github.com/triage-agent/triage/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 func TestArenaLimitExec(t *testing.T) {
@@ -75,4 +78,66 @@ func TestAgentStartsWithArenaLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// `triage agent` runs with its default scheduling slice where the kernel
+// has custom slices, or with the one it is given, and at the niceness it is
+// given; /metrics says which, read from the kernel.
+func TestAgentRunsWithItsSchedulingSlice(t *testing.T) {
+	if !kernelHasCustomSlices(t) {
+		t.Skip("kernel without EEVDF custom slices (Linux 6.12+): the agent keeps the kernel's slice")
+	}
+	bin := testenv.BuildTriage(t)
+	for _, tc := range []struct {
+		slice, nice    string // TRIAGE_SCHED_SLICE and TRIAGE_NICE; "" = the default
+		want, wantNice float64
+	}{
+		{"", "", agent.DefaultSchedSlice.Seconds(), agent.DefaultNice},
+		{"1ms", "5", 0.001, 5}, // a higher niceness needs no privilege
+	} {
+		t.Run("slice="+tc.slice+",nice="+tc.nice, func(t *testing.T) {
+			if tc.slice != "" {
+				t.Setenv("TRIAGE_SCHED_SLICE", tc.slice)
+			}
+			if tc.nice != "" {
+				t.Setenv("TRIAGE_NICE", tc.nice)
+			}
+			p, err := agentproc.Start(context.Background(), agentproc.Config{Bin: bin, Dir: t.TempDir(), NoEBPF: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Stop()
+			m := p.Scrape()
+			if got, ok := m["triage_sched_slice_seconds"]; !ok || math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("triage_sched_slice_seconds = %v (present %v), want %v", got, ok, tc.want)
+			}
+			if got, ok := m["triage_sched_nice"]; !ok || got != tc.wantNice {
+				t.Errorf("triage_sched_nice = %v (present %v), want %v", got, ok, tc.wantNice)
+			}
+		})
+	}
+}
+
+// kernelHasCustomSlices says whether this kernel takes a slice asked for
+// in sched_attr (asked of a child thread of ours that ends at once).
+func kernelHasCustomSlices(t *testing.T) bool {
+	t.Helper()
+	ok := make(chan bool, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		attr, err := unix.SchedGetAttr(0, 0)
+		if err != nil {
+			ok <- false
+			return
+		}
+		attr.Size = unix.SizeofSchedAttr
+		attr.Runtime = 2_000_000
+		if unix.SchedSetAttr(0, attr, 0) != nil {
+			ok <- false
+			return
+		}
+		got, err := unix.SchedGetAttr(0, 0)
+		ok <- err == nil && got.Runtime == 2_000_000
+	}()
+	return <-ok
 }
