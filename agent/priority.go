@@ -73,14 +73,14 @@ const (
 var ErrNoSchedSlice = errors.New("this kernel has no custom scheduling slices (EEVDF, Linux 6.12 and later)")
 
 // applySchedSlice asks the scheduler for a slice of d for every thread of
-// this process (0: the kernel's own slice again). A thread with a shorter slice than the one running gets
-// its virtual deadline sooner, so when a decide call wakes it, it preempts
-// a worker that has run past its own (PREEMPT_SHORT) instead of waiting
-// for that worker's slice to end; unlike a negative niceness it buys no
-// larger share of the CPU, and needs no capability. New threads inherit
-// the slice of the thread that creates them, as they do the niceness. Each
-// thread keeps its policy and niceness (sched_setattr sets every field,
-// so they are read first).
+// this process (0: the kernel's own slice again). A thread with a shorter
+// slice than the one running gets its virtual deadline sooner, so when a
+// decide call wakes it, it preempts a worker that has run past its own
+// (PREEMPT_SHORT) instead of waiting for that worker's slice to end;
+// unlike a negative niceness it buys no larger share of the CPU, and needs
+// no capability. New threads inherit the slice of the thread that creates
+// them, as they do the niceness. Each thread keeps its policy and
+// niceness (sched_setattr sets every field, so they are read first).
 func applySchedSlice(d time.Duration) error {
 	err := eachThread(func(tid int) error {
 		attr, err := unix.SchedGetAttr(tid, 0)
