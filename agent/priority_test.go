@@ -119,24 +119,17 @@ func TestApplySchedSliceSetsEveryThreadAndNewOnes(t *testing.T) {
 // (sched_attr.sched_runtime; the kernel's own slice where none was).
 func threadSlices(t *testing.T) map[int]uint64 {
 	t.Helper()
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[int]uint64{}
-	for _, e := range tasks {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	err := eachThread(func(tid int) error {
 		attr, err := unix.SchedGetAttr(tid, 0)
-		if errors.Is(err, unix.ESRCH) {
-			continue
-		}
 		if err != nil {
-			t.Fatalf("thread %d: %v", tid, err)
+			return err
 		}
 		out[tid] = attr.Runtime
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
