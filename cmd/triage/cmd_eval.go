@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -186,35 +187,52 @@ func modelRows(sess policy.Decider, guardName string, cfg guard.Config, ablate b
 	return rows, guarded, nil
 }
 
-// summary is the mean of each policy's metrics over many scenarios.
+// summary is the mean of each policy's metrics over many scenarios, and
+// how often and by how much each falls under the scenario's best baseline:
+// the bar is "at least every baseline on every scenario", which a
+// mean alone hides (a large win on one file pays for small losses on many).
 type summary struct {
 	order []string
 	att   map[string]float64
 	wins  map[string]int
+	under map[string]int     // scenarios under the best baseline by more than underBy
+	short map[string]float64 // sum over scenarios of min(0, attainment − best baseline's)
 	n     int
 }
+
+// underBy is the margin under the best baseline that counts as a loss:
+// half a point, the "visible margin".
+const underBy = 0.005
 
 func (s *summary) add(ev *train.Evaluation) {
 	if s.att == nil {
 		s.order, s.att, s.wins = ev.Order, map[string]float64{}, map[string]int{}
+		s.under, s.short = map[string]int{}, map[string]float64{}
 	}
 	best := -1.0
 	for _, n := range ev.Order {
 		s.att[n] += ev.Policies[n].SLAAttainment
 		best = max(best, ev.Policies[n].SLAAttainment)
 	}
+	_, rule := ev.BestBaseline("dqn", func(m train.Metrics) float64 { return m.SLAAttainment })
 	for _, n := range ev.Order {
-		if ev.Policies[n].SLAAttainment >= best-1e-9 {
+		a := ev.Policies[n].SLAAttainment
+		if a >= best-1e-9 {
 			s.wins[n]++
 		}
+		if a < rule-underBy {
+			s.under[n]++
+		}
+		s.short[n] += min(0, a-rule)
 	}
 	s.n++
 }
 
-func (s *summary) write(w *os.File) {
-	fmt.Fprintf(w, "### mean over %d scenarios\n\n| policy | mean SLA attainment | best on |\n| --- | ---: | ---: |\n", s.n)
+func (s *summary) write(w io.Writer) {
+	fmt.Fprintf(w, "### mean over %d scenarios\n\n", s.n)
+	fmt.Fprintf(w, "| policy | mean SLA attainment | best on | under the best baseline by >%.1f pt on | mean shortfall to the best baseline (pt) |\n| --- | ---: | ---: | ---: | ---: |\n", underBy*100)
 	for _, n := range s.order {
-		fmt.Fprintf(w, "| %s | %.4f | %d |\n", n, s.att[n]/float64(s.n), s.wins[n])
+		fmt.Fprintf(w, "| %s | %.4f | %d | %d | %.2f |\n", n, s.att[n]/float64(s.n), s.wins[n], s.under[n], 100*s.short[n]/float64(s.n))
 	}
 	fmt.Fprintln(w)
 }

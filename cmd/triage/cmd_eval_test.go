@@ -196,3 +196,30 @@ func TestGuardReasonsNameWhyTheGuardDecided(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// The summary counts, per policy, the scenarios where it falls under the
+// scenario's best baseline by more than half a point, and the mean of those
+// shortfalls: a policy that wins big once and loses a little elsewhere shows
+// its losses, which the mean attainment hides.
+func TestEvalSummaryCountsShortfallsToTheBestBaseline(t *testing.T) {
+	ev := func(dqn, fifo, sjf float64) *train.Evaluation {
+		return &train.Evaluation{Order: []string{"dqn", "fifo", "sjf"}, Policies: map[string]train.Metrics{
+			"dqn": {SLAAttainment: dqn}, "fifo": {SLAAttainment: fifo}, "sjf": {SLAAttainment: sjf}}}
+	}
+	var s summary
+	s.add(ev(0.90, 0.70, 0.80))  // dqn 10 points over the best baseline
+	s.add(ev(0.95, 0.96, 0.90))  // dqn 1 point under fifo, sjf 6 under
+	s.add(ev(0.97, 0.97, 0.973)) // dqn 0.3 under sjf: a shortfall, not a loss
+	var b bytes.Buffer
+	s.write(&b)
+	out := b.String()
+	for _, want := range []string{
+		"| dqn | 0.9400 | 1 | 1 | -0.43 |",  // (−1 − 0.3) / 3
+		"| fifo | 0.8767 | 1 | 1 | -3.43 |", // (−10 − 0.3) / 3 against sjf 0.80 and 0.973
+		"| sjf | 0.8910 | 1 | 1 | -2.00 |",  // −6 / 3
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
