@@ -325,6 +325,9 @@ func (p *Profiler) Close() error {
 	p.links = nil
 	if p.copies != nil {
 		errs = append(errs, p.copies.rd.Close())
+		if p.copies.ready != nil {
+			errs = append(errs, p.copies.ready.Close())
+		}
 	}
 	if p.fpObjs != nil {
 		errs = append(errs, p.fpObjs.ProfileSample.Close(), p.fpObjs.profilerCountMaps.Close())

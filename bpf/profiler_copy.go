@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 )
 
 // profilerCountMaps are the maps both samplers count into.
@@ -73,9 +74,42 @@ func (p *Profiler) loadCopy(spec *ebpf.CollectionSpec) error {
 		objs.Close()
 		return fmt.Errorf("reading the stack-copy ring buffer: %w", err)
 	}
+	ready, err := pollableRing(objs.ProfileCopies)
+	if err != nil {
+		rd.Close()
+		objs.Close()
+		return err
+	}
 	p.copyObjs, p.on, p.sampler = objs, &objs.profilerCountMaps, objs.ProfileSampleCopy
-	p.copies = &CopyReader{rd: rd}
+	p.copies = &CopyReader{rd: rd, ready: ready}
 	return nil
+}
+
+// pollableRing is a second descriptor of the ring buffer map, registered
+// with Go's network poller, for CopyReader.Wait. The ring reader's own
+// Read waits in epoll_wait: a system call, which with the agent's one P
+// keeps that P until the runtime's monitor takes it back (20 µs to 10 ms
+// later, docs/footprint.md "The runtime's monitor, kept awake"). A goroutine
+// waiting in the network poller holds neither a P nor a thread.
+func pollableRing(m *ebpf.Map) (*os.File, error) {
+	fd, err := unix.FcntlInt(uintptr(m.FD()), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("duplicating the stack-copy ring buffer's descriptor: %w", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("making the stack-copy ring buffer's descriptor non-blocking: %w", err)
+	}
+	// os.NewFile registers a non-blocking descriptor with the poller
+	// (epoll, edge-triggered); the ring signals readiness as for a reader
+	// in epoll_wait. Where the registration fails the file takes no
+	// deadline: then nil, and the reader blocks in the ring's own wait.
+	f := os.NewFile(uintptr(fd), "profile_copies")
+	if f.SetReadDeadline(time.Time{}) != nil {
+		f.Close()
+		return nil, nil
+	}
+	return f, nil
 }
 
 // StackCopy is one copy-mode sample: a thread's user registers, the top of
@@ -102,8 +136,9 @@ type StackCopy struct {
 
 // CopyReader reads copy-mode samples from the ring buffer.
 type CopyReader struct {
-	rd  *ringbuf.Reader
-	rec ringbuf.Record
+	rd    *ringbuf.Reader
+	ready *os.File // the ring's descriptor in Go's network poller (Wait); nil where it cannot be
+	rec   ringbuf.Record
 }
 
 // CopyReader returns the reader of copy-mode samples (one per profiler);
@@ -189,6 +224,45 @@ func stackWords(dst []uint64, b []byte, n int32) ([]uint64, int32) {
 // Pending is the number of bytes of records in the ring buffer not read
 // yet.
 func (r *CopyReader) Pending() int { return r.rd.AvailableBytes() }
+
+// Wait blocks until the ring buffer holds a record (Pending > 0), parked in
+// Go's network poller rather than in a system call, so that it holds no P
+// while it waits. After the profiler is closed it returns ErrProfilerShut.
+// A reader that drains with ReadNow after each Wait never blocks in a
+// system call.
+func (r *CopyReader) Wait() error {
+	if r.ready == nil {
+		return nil // ReadNow blocks instead
+	}
+	rc, err := r.ready.SyscallConn()
+	if err == nil {
+		err = rc.Read(func(uintptr) bool { return r.rd.AvailableBytes() > 0 })
+	}
+	if err != nil {
+		// With no deadline set, the poller's wait fails only once the
+		// descriptor is closed ("use of closed file", which is not
+		// os.ErrClosed), that is, once the profiler is.
+		return fmt.Errorf("%w: %v", ErrProfilerShut, err)
+	}
+	return nil
+}
+
+// ReadNow is Read without waiting: os.ErrDeadlineExceeded when the ring
+// holds no record. It makes one non-blocking epoll_wait when the reader
+// has seen the ring empty, and none while records follow each other.
+// Where the ring could not join the network poller (Wait returns at once)
+// it blocks until a record comes, as Read does.
+func (r *CopyReader) ReadNow(c *StackCopy) error {
+	if r.ready == nil {
+		r.rd.SetDeadline(time.Time{})
+	} else {
+		r.rd.SetDeadline(pastDeadline)
+	}
+	return r.Read(c)
+}
+
+// pastDeadline makes the ring reader's wait return at once.
+var pastDeadline = time.Unix(1, 0)
 
 // SetDeadline makes a blocked Read return os.ErrDeadlineExceeded at t.
 func (r *CopyReader) SetDeadline(t time.Time) { r.rd.SetDeadline(t) }

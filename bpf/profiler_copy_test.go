@@ -91,3 +91,77 @@ func TestProfilerCopyOptions(t *testing.T) {
 		t.Fatalf("frame-pointer mode has a copy reader: %v", err)
 	}
 }
+
+// Wait parks in Go's network poller until the ring holds a record, ReadNow
+// drains without waiting, and once the profiler closes Wait returns
+// ErrProfilerShut (the reader's loop ends rather than spinning).
+func TestCopyReaderWaitThenReadNow(t *testing.T) {
+	requireBPF(t)
+	self := uint32(os.Getpid())
+	p, err := OpenProfiler(ProfilerOptions{FrequencyHz: 499, PID: self, CopyUserStacks: true, StackCopyBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := p.CopyReader()
+	if err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	if rd.ready == nil {
+		p.Close()
+		t.Fatal("the ring buffer's descriptor did not join the network poller (every kernel with ring buffers polls them)")
+	}
+	go spin(300 * time.Millisecond)
+	var c StackCopy
+	got := 0
+	for deadline := time.Now().Add(15 * time.Second); got < 20 && time.Now().Before(deadline); {
+		if err := rd.Wait(); err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+		if rd.Pending() == 0 {
+			t.Fatal("Wait returned with an empty ring")
+		}
+		for {
+			err := rd.ReadNow(&c)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("ReadNow: %v", err)
+			}
+			if c.Tgid != self {
+				t.Fatalf("pid filter leaked tgid %d", c.Tgid)
+			}
+			got++
+		}
+	}
+	if got < 20 {
+		t.Fatalf("%d records through Wait and ReadNow, want 20 or more", got)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		for {
+			if err := rd.Wait(); err != nil {
+				waited <- err
+				return
+			}
+			for rd.ReadNow(&c) == nil {
+			}
+		}
+	}()
+	time.Sleep(50 * time.Millisecond) // parked, the process no longer spinning
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-waited:
+		if !errors.Is(err, ErrProfilerShut) {
+			t.Fatalf("Wait after Close: %v, want ErrProfilerShut", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not return after the profiler closed")
+	}
+	if err := rd.Wait(); !errors.Is(err, ErrProfilerShut) {
+		t.Fatalf("Wait on a closed profiler: %v, want ErrProfilerShut", err)
+	}
+}

@@ -43,21 +43,32 @@ func newCopyAggregator(sym *flamegraph.Symbolizer, prof *bpf.Profiler, rd *bpf.C
 		fallbacks: map[string]uint64{}, starts: map[uint32]uint64{}}
 }
 
-// run reads copies until the profiler closes.
+// run reads copies until the profiler closes. It waits for the ring in
+// Go's network poller and drains it without blocking, so it never holds
+// the agent's P in a system call (bpf.CopyReader.Wait says why).
 func (a *copyAggregator) run() {
 	var c bpf.StackCopy
 	for {
-		err := a.rd.Read(&c)
-		a.busy.Store(true)
-		if err != nil {
-			a.busy.Store(false)
-			if errors.Is(err, bpf.ErrProfilerShut) || errors.Is(err, os.ErrClosed) {
-				return
-			}
-			continue // a malformed record: skip it
+		if err := a.rd.Wait(); err != nil {
+			return // the profiler closed
 		}
-		a.add(&c)
-		a.busy.Store(false)
+		for {
+			a.busy.Store(true)
+			err := a.rd.ReadNow(&c)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				a.busy.Store(false)
+				break // drained: wait for the next
+			}
+			if err != nil {
+				a.busy.Store(false)
+				if errors.Is(err, bpf.ErrProfilerShut) || errors.Is(err, os.ErrClosed) {
+					return
+				}
+				continue // a malformed record: skip it
+			}
+			a.add(&c)
+			a.busy.Store(false)
+		}
 	}
 }
 

@@ -70,6 +70,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.DurationVar(&cfg.SchedSlice, "sched-slice", agent.DefaultSchedSlice, "scheduling slice the agent's threads ask the kernel for, 100us to 100ms (0 = the kernel's); a short one lets a decide call preempt a worker that has run past its own slice (EEVDF, Linux 6.12+; no capability needed)")
 	fs.IntVar(&cfg.Nice, "nice", agent.DefaultNice, "scheduling niceness of the agent's threads, -20 to 19 (0 = leave it); a negative one needs CAP_SYS_NICE and lets decisions preempt the node's work")
 	fs.IntVar(&cfg.MaxProcs, "max-procs", agent.DefaultMaxProcs, "GOMAXPROCS of the agent (0 = Go's default, one per CPU the cgroup allows); GOMAXPROCS in the environment wins")
+	fs.Bool(sysmonSleepFlag, false, "let the Go runtime's monitor sleep while the agent is idle, as Go does by default; then every system call after an idle spell wakes it (the agent's default keeps it ticking with GODEBUG=schedtrace, which an operator's GODEBUG schedtrace overrides; docs/footprint.md)")
 	fs.IntVar(&mallocArenas, mallocArenasFlag, agent.DefaultMallocArenas, "most glibc malloc arenas, ONNX Runtime's C heap (0 = glibc's default, 8 per CPU); the agent re-executes itself with MALLOC_ARENA_MAX, which wins when already set")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "node name for metrics and node state (\"\" = host name; the DaemonSet sets it from spec.nodeName)")
 	fs.DurationVar(&cfg.BatchWindow, "batch-window", 0, "extra time a decision batch waits for more requests (0 = only what arrived during the previous batch)")
@@ -183,8 +184,10 @@ func runAgent(args []string) error {
 	if err := finish(); err != nil {
 		return err
 	}
-	if err := reexecWithArenaLimit(fs.Lookup(mallocArenasFlag).Value.(flag.Getter).Get().(int)); err != nil {
-		cfg.Logger.Warn("the C heap keeps glibc's default arenas", "err", err)
+	arenas := fs.Lookup(mallocArenasFlag).Value.(flag.Getter).Get().(int)
+	sysmonSleep := fs.Lookup(sysmonSleepFlag).Value.(flag.Getter).Get().(bool)
+	if err := reexecAgent(arenas, sysmonSleep); err != nil {
+		cfg.Logger.Warn("the C heap keeps glibc's default arenas and the Go runtime's monitor its deep sleep", "err", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
