@@ -157,21 +157,7 @@ func TestAgentStartsWithArenaLimit(t *testing.T) {
 		{"3", "true", 3, nil},
 	} {
 		t.Run("MALLOC_ARENA_MAX="+tc.env+",sleep="+tc.sysmonSleep, func(t *testing.T) {
-			for _, k := range []string{"MALLOC_ARENA_MAX", "GODEBUG", "TRIAGE_GO_SYSMON_SLEEP"} {
-				t.Setenv(k, "") // restored after the test
-				os.Unsetenv(k)
-			}
-			if tc.env != "" {
-				t.Setenv("MALLOC_ARENA_MAX", tc.env)
-			}
-			if tc.sysmonSleep != "" {
-				t.Setenv("TRIAGE_GO_SYSMON_SLEEP", tc.sysmonSleep)
-			}
-			p, err := agentproc.Start(context.Background(), agentproc.Config{Bin: bin, Dir: t.TempDir(), NoEBPF: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Stop()
+			p := startAgentWithEnv(t, bin, map[string]string{"MALLOC_ARENA_MAX": tc.env, "GODEBUG": "", "TRIAGE_GO_SYSMON_SLEEP": tc.sysmonSleep})
 			environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.PID))
 			if err != nil {
 				t.Fatal(err)
@@ -215,17 +201,7 @@ func TestAgentRunsWithItsSchedulingSlice(t *testing.T) {
 		{"1ms", "5", 0.001, 5}, // a higher niceness needs no privilege
 	} {
 		t.Run("slice="+tc.slice+",nice="+tc.nice, func(t *testing.T) {
-			if tc.slice != "" {
-				t.Setenv("TRIAGE_SCHED_SLICE", tc.slice)
-			}
-			if tc.nice != "" {
-				t.Setenv("TRIAGE_NICE", tc.nice)
-			}
-			p, err := agentproc.Start(context.Background(), agentproc.Config{Bin: bin, Dir: t.TempDir(), NoEBPF: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Stop()
+			p := startAgentWithEnv(t, bin, map[string]string{"TRIAGE_SCHED_SLICE": tc.slice, "TRIAGE_NICE": tc.nice})
 			m := p.Scrape()
 			if got, ok := m["triage_sched_slice_seconds"]; !ok || math.Abs(got-tc.want) > 1e-9 {
 				t.Errorf("triage_sched_slice_seconds = %v (present %v), want %v", got, ok, tc.want)
@@ -259,4 +235,23 @@ func kernelHasCustomSlices(t *testing.T) bool {
 		ok <- err == nil && got.Runtime == 2_000_000
 	}()
 	return <-ok
+}
+
+// startAgentWithEnv starts the agent binary bin (no eBPF) with env's
+// variables set, an empty value unset, each restored after the test, and
+// stops it when the test ends.
+func startAgentWithEnv(t *testing.T, bin string, env map[string]string) *agentproc.Process {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v) // restored after the test
+		if v == "" {
+			os.Unsetenv(k)
+		}
+	}
+	p, err := agentproc.Start(context.Background(), agentproc.Config{Bin: bin, Dir: t.TempDir(), NoEBPF: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
 }
