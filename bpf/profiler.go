@@ -324,10 +324,13 @@ func (p *Profiler) Close() error {
 	}
 	p.links = nil
 	if p.copies != nil {
-		errs = append(errs, p.copies.rd.Close())
+		// The poller's descriptor first: its Close waits for a Wait in
+		// flight to return, so no Wait asks the ring reader for its
+		// pending bytes once that reader is closed (it has no ring then).
 		if p.copies.ready != nil {
 			errs = append(errs, p.copies.ready.Close())
 		}
+		errs = append(errs, p.copies.rd.Close())
 	}
 	if p.fpObjs != nil {
 		errs = append(errs, p.fpObjs.ProfileSample.Close(), p.fpObjs.profilerCountMaps.Close())

@@ -165,3 +165,52 @@ func TestCopyReaderWaitThenReadNow(t *testing.T) {
 		t.Fatalf("Wait on a closed profiler: %v, want ErrProfilerShut", err)
 	}
 }
+
+// Closing the profiler while its reader wakes and drains, over and over,
+// never lets a Wait ask the closed ring reader for its pending bytes (a
+// nil dereference in cilium/ebpf when the reader was closed first).
+func TestCopyReaderClosesWhileReading(t *testing.T) {
+	requireBPF(t)
+	self := uint32(os.Getpid())
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // samples keep coming
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				spin(5 * time.Millisecond)
+			}
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		p, err := OpenProfiler(ProfilerOptions{FrequencyHz: 999, PID: self, CopyUserStacks: true, StackCopyBytes: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd, err := p.CopyReader()
+		if err != nil {
+			p.Close()
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			var c StackCopy
+			for rd.Wait() == nil {
+				for rd.ReadNow(&c) == nil {
+				}
+			}
+		}()
+		time.Sleep(time.Duration(i%5) * time.Millisecond)
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: the reader did not stop after Close", i)
+		}
+	}
+}
