@@ -98,15 +98,7 @@ func TestProfilerCopyOptions(t *testing.T) {
 func TestCopyReaderWaitThenReadNow(t *testing.T) {
 	requireBPF(t)
 	self := uint32(os.Getpid())
-	p, err := OpenProfiler(ProfilerOptions{FrequencyHz: 499, PID: self, CopyUserStacks: true, StackCopyBytes: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd, err := p.CopyReader()
-	if err != nil {
-		p.Close()
-		t.Fatal(err)
-	}
+	p, rd := openCopyReader(t, 499)
 	if rd.ready == nil {
 		p.Close()
 		t.Fatal("the ring buffer's descriptor did not join the network poller (every kernel with ring buffers polls them)")
@@ -171,7 +163,6 @@ func TestCopyReaderWaitThenReadNow(t *testing.T) {
 // nil dereference in cilium/ebpf when the reader was closed first).
 func TestCopyReaderClosesWhileReading(t *testing.T) {
 	requireBPF(t)
-	self := uint32(os.Getpid())
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() { // samples keep coming
@@ -185,15 +176,7 @@ func TestCopyReaderClosesWhileReading(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 20; i++ {
-		p, err := OpenProfiler(ProfilerOptions{FrequencyHz: 999, PID: self, CopyUserStacks: true, StackCopyBytes: 4096})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd, err := p.CopyReader()
-		if err != nil {
-			p.Close()
-			t.Fatal(err)
-		}
+		p, rd := openCopyReader(t, 999)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -213,4 +196,20 @@ func TestCopyReaderClosesWhileReading(t *testing.T) {
 			t.Fatalf("round %d: the reader did not stop after Close", i)
 		}
 	}
+}
+
+// openCopyReader opens a copy-mode profiler of this process at hz and its
+// reader; the caller closes the profiler (the tests check that Close).
+func openCopyReader(t *testing.T, hz int) (*Profiler, *CopyReader) {
+	t.Helper()
+	p, err := OpenProfiler(ProfilerOptions{FrequencyHz: hz, PID: uint32(os.Getpid()), CopyUserStacks: true, StackCopyBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := p.CopyReader()
+	if err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	return p, rd
 }

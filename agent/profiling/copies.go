@@ -55,19 +55,17 @@ func (a *copyAggregator) run() {
 		for {
 			a.busy.Store(true)
 			err := a.rd.ReadNow(&c)
+			if err == nil {
+				a.add(&c)
+			}
+			a.busy.Store(false)
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				a.busy.Store(false)
 				break // drained: wait for the next
 			}
-			if err != nil {
-				a.busy.Store(false)
-				if errors.Is(err, bpf.ErrProfilerShut) || errors.Is(err, os.ErrClosed) {
-					return
-				}
-				continue // a malformed record: skip it
+			if errors.Is(err, bpf.ErrProfilerShut) || errors.Is(err, os.ErrClosed) {
+				return
 			}
-			a.add(&c)
-			a.busy.Store(false)
+			// any other error is a malformed record: skip it
 		}
 	}
 }

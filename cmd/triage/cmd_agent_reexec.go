@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -100,10 +99,6 @@ func reexecEnv(arenas int, sysmonSleep bool, environ []string) []string {
 	return env
 }
 
-// errReexec wraps a failed re-execution: the agent runs on without what it
-// was for.
-var errReexec = errors.New("re-executing the agent")
-
 // reexecAgent replaces this process with the same binary started with
 // reexecEnv's environment, when there is one. It only acts when this
 // process is `triage agent` itself (os.Args[1]), never in a test binary
@@ -119,7 +114,7 @@ func reexecAgent(arenas int, sysmonSleep bool) error {
 	// /proc/self/exe is this binary even when the file was replaced or
 	// removed since it started (an upgrade in place).
 	if err := syscall.Exec("/proc/self/exe", os.Args, env); err != nil {
-		return fmt.Errorf("%w (for %s=%d and GODEBUG %s): %w", errReexec, arenaLimitEnv, arenas, sysmonTicking, err)
+		return fmt.Errorf("re-executing the agent with its start-up environment: %w", err)
 	}
 	return nil
 }
