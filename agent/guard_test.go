@@ -178,6 +178,20 @@ func TestGuardConfig(t *testing.T) {
 	}
 }
 
+// wantGuardDecision is the first check of a guard rule's test: task,
+// decided through cl as the first decision the rule takes over on ta, is
+// served at the guard controller's priority want (not the model's), and
+// triage_guard_decisions_total counts it, once, under reason.
+func wantGuardDecision(t *testing.T, ta *testAgent, cl *client.Client, task *wire.Task, want uint32, reason string) {
+	t.Helper()
+	if p := decideOne(t, cl, task); p != want {
+		t.Fatalf("%s: priority %d, want the guard controller's %d", reason, p, want)
+	}
+	if got := ta.metric(t, `triage_guard_decisions_total{reason="`+reason+`"}`); got != 1 {
+		t.Fatalf("%s counted %v, want 1", reason, got)
+	}
+}
+
 // A model sure that everything belongs in the background: the guard keeps
 // urgent work (SLA under --guard-keep-urgent-ms) at its controller's level,
 // counts it, and publishes the same in the decision table; with the rule
@@ -187,12 +201,7 @@ func TestGuardKeepsUrgentWorkOutOfTheBackground(t *testing.T) {
 	writeModel(t, model, alwaysMLP(0), "always-0")
 	on := localAgent(t, Config{ModelPath: model})
 	cl := localClient(t, on, client.Config{})
-	if p := decideOne(t, cl, urgentTask(1)); p != 4 {
-		t.Fatalf("urgent task: priority %d, want the controller's 4", p)
-	}
-	if got := on.metric(t, `triage_guard_decisions_total{reason="kept_urgent"}`); got != 1 {
-		t.Fatalf("kept_urgent counted %v, want 1", got)
-	}
+	wantGuardDecision(t, on, cl, urgentTask(1), 4, "kept_urgent")
 	if p := decideOne(t, cl, batchTask(2)); p != 0 {
 		t.Fatalf("a 2 s task: priority %d, want the model's 0", p)
 	}
@@ -214,12 +223,7 @@ func TestGuardServesTheControllerWhereTheModelIsNotAheadByTheMargin(t *testing.T
 	writeModel(t, model, alwaysMLP(3), "always-3")
 	strict := localAgent(t, Config{ModelPath: model, Guard: "reserve-rule", GuardMinAdvantage: 20})
 	cl := localClient(t, strict, client.Config{})
-	if p := decideOne(t, cl, batchTask(1)); p != 0 {
-		t.Fatalf("a 2 s task: priority %d, want reserve-rule's 0", p)
-	}
-	if got := strict.metric(t, `triage_guard_decisions_total{reason="slim_margin"}`); got != 1 {
-		t.Fatalf("slim_margin counted %v, want 1", got)
-	}
+	wantGuardDecision(t, strict, cl, batchTask(1), 0, "slim_margin")
 	if l := untilLocal(t, cl, batchTask(2)); l != 0 {
 		t.Fatalf("the table's level for a 2 s task: %d, want reserve-rule's 0", l)
 	}

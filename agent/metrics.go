@@ -16,7 +16,7 @@ import (
 // metrics is the agent's Prometheus registry. Counters on the decision path
 // are plain prometheus counters (lock-free); everything that is a view of
 // another part's state (probes, sources, the endpoint, the experience log,
-// the flame-graph store) is read when scraped, by agentCollector.
+// the flame-graph store) is read when scraped, by Agent.collectMetrics.
 type metrics struct {
 	reg *prometheus.Registry
 
@@ -78,7 +78,7 @@ func newMetrics(a *Agent) *metrics {
 		m.outcomes, m.outcomesUnknown, m.timeouts, m.reward, m.reloadFailures, m.experienceErrors, m.modelInfo,
 		m.tlsReloadFailures, m.tokenReloadFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&agentCollector{a: a}, cHeapCollector{}, schedCollector{})
+		scrapeCollector{descs: agentDescs, collect: a.collectMetrics}, cHeapCollector, schedCollector)
 	return m
 }
 
@@ -104,8 +104,22 @@ func (m *metrics) modelChanged(version, device string) {
 	m.modelInfo.WithLabelValues(version, device, policy.StateSchema).Set(1)
 }
 
-// agentCollector reads the other parts' state at scrape time.
-type agentCollector struct{ a *Agent }
+// scrapeCollector is a prometheus.Collector whose values are read when
+// scraped: it describes descs, every metric collect may send (a value the
+// node does not have is left out, not sent as zero), and collects by
+// calling collect.
+type scrapeCollector struct {
+	descs   []*prometheus.Desc
+	collect func(ch chan<- prometheus.Metric)
+}
+
+func (c scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
 
 var (
 	descProbe       = prometheus.NewDesc("triage_probe_attached", "1 when the eBPF probe is attached (tier: how), 0 when it fell back (tier none; /readyz and the log say why).", []string{"probe", "tier"}, nil)
@@ -139,17 +153,15 @@ var (
 	descSysUntimed  = prometheus.NewDesc("triage_syscall_untimed_total", "Syscalls of watched tasks not timed because the syscall probe's in-flight map was full.", nil, nil)
 )
 
-func (c *agentCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descProbe, descProbeCPU, descSource, descQueueLen, descReserve, descQueueCap, descReloads, descReloadErrAt,
-		descConns, descRejected, descStreamErr, descDatagrams, descCodecRatio, descExpRecords, descExpBytes, descExpRemoved,
-		descFGWindows, descFGBytes, descFGFallback, descFGCache, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady, descCgOverflow,
-		descSysCgOver, descSysPIDOver, descSysUntimed} {
-		ch <- d
-	}
-}
+// agentDescs are the metrics of the other parts' state, which
+// collectMetrics reads at scrape time.
+var agentDescs = []*prometheus.Desc{descProbe, descProbeCPU, descSource, descQueueLen, descReserve, descQueueCap, descReloads, descReloadErrAt,
+	descConns, descRejected, descStreamErr, descDatagrams, descCodecRatio, descExpRecords, descExpBytes, descExpRemoved,
+	descFGWindows, descFGBytes, descFGFallback, descFGCache, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady, descCgOverflow,
+	descSysCgOver, descSysPIDOver, descSysUntimed}
 
-func (c *agentCollector) Collect(ch chan<- prometheus.Metric) {
-	a := c.a
+// collectMetrics reads the other parts' state (agentDescs) at scrape time.
+func (a *Agent) collectMetrics(ch chan<- prometheus.Metric) {
 	node := a.node.Load()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)

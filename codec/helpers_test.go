@@ -46,20 +46,24 @@ func randomPayload(rng *rand.Rand, n int) []byte {
 
 func mustEncoder(tb testing.TB, opts ...Option) *Encoder {
 	tb.Helper()
-	e, err := NewEncoder(opts...)
-	if err != nil {
-		tb.Fatalf("NewEncoder: %v", err)
-	}
-	return e
+	return mustBuild(tb, "NewEncoder", NewEncoder, opts)
 }
 
 func mustDecoder(tb testing.TB, opts ...Option) *Decoder {
 	tb.Helper()
-	d, err := NewDecoder(opts...)
+	return mustBuild(tb, "NewDecoder", NewDecoder, opts)
+}
+
+// mustBuild is what mustEncoder and mustDecoder share: build one side of
+// the codec (named name in the failure) from opts; options it refuses end
+// the test.
+func mustBuild[T any](tb testing.TB, name string, build func(...Option) (T, error), opts []Option) T {
+	tb.Helper()
+	v, err := build(opts...)
 	if err != nil {
-		tb.Fatalf("NewDecoder: %v", err)
+		tb.Fatalf("%s: %v", name, err)
 	}
-	return d
+	return v
 }
 
 func mustEncode(tb testing.TB, e *Encoder, payload []byte) []byte {

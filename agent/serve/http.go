@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -99,45 +100,51 @@ func httpStatus(code wire.Code) int {
 }
 
 func (s *Server) httpDecide(w http.ResponseWriter, r *http.Request) {
-	p := httpProtocol(r)
-	var req wire.DecideRequestJSON
-	if !s.readJSON(w, r, p, methodDecide, &req) {
-		return
-	}
+	serveJSONCall(s, w, r, methodDecide, decideInput, s.decideCall, func(resp *wire.DecideResponse) any {
+		return wire.DecideResponseJSON{Decisions: wire.DecisionsToJSON(resp.Decisions), Model: resp.Model, StateEpoch: resp.StateEpoch, BackgroundReserve: resp.BackgroundReserve}
+	})
+}
+
+// errNoTasks refuses a decide body without tasks.
+var errNoTasks = errors.New(`body has no tasks: want {"tasks":[{"id":"task-1","class":"...","sla_ms":50,"cost_ms":5,"tenant":"..."}]}`)
+
+// decideInput is the tasks of a decide body, at least one.
+func decideInput(req *wire.DecideRequestJSON) ([]*wire.Task, error) {
 	if len(req.Tasks) == 0 {
-		s.refuseHTTP(w, p, methodDecide, wire.CodeInvalidArgument, http.StatusBadRequest, `body has no tasks: want {"tasks":[{"id":"task-1","class":"...","sla_ms":50,"cost_ms":5,"tenant":"..."}]}`)
-		return
+		return nil, errNoTasks
 	}
-	tasks, err := wire.TasksFromJSON(req.Tasks)
-	if err != nil {
-		s.refuseHTTP(w, p, methodDecide, wire.CodeInvalidArgument, http.StatusBadRequest, err.Error())
-		return
-	}
-	resp, cerr := s.decideCall(r.Context(), p, tasks)
-	if cerr != nil {
-		writeCallError(w, cerr)
-		return
-	}
-	writeJSON(w, http.StatusOK, wire.DecideResponseJSON{Decisions: wire.DecisionsToJSON(resp.Decisions), Model: resp.Model, StateEpoch: resp.StateEpoch, BackgroundReserve: resp.BackgroundReserve})
+	return wire.TasksFromJSON(req.Tasks)
 }
 
 func (s *Server) httpOutcomes(w http.ResponseWriter, r *http.Request) {
+	serveJSONCall(s, w, r, methodOutcomes, func(rep *wire.OutcomeReportJSON) ([]*wire.Outcome, error) { return wire.OutcomesFromJSON(rep.Outcomes) },
+		s.outcomesCall, func(n int) any { return wire.OutcomesAcceptedJSON{Accepted: n} })
+}
+
+// serveJSONCall is the path of every JSON call with a body over HTTP: the
+// body is read strictly (readJSON), input turns it into the call's
+// argument (an error there is an invalid argument: counted, and answered
+// 400 with its text), call makes the call (its error answered by
+// writeCallError), and answer is the JSON a call that succeeded returns
+// with 200.
+func serveJSONCall[Body, In, Out any](s *Server, w http.ResponseWriter, r *http.Request, method string,
+	input func(*Body) (In, error), call func(context.Context, Protocol, In) (Out, *callError), answer func(Out) any) {
 	p := httpProtocol(r)
-	var rep wire.OutcomeReportJSON
-	if !s.readJSON(w, r, p, methodOutcomes, &rep) {
+	var body Body
+	if !s.readJSON(w, r, p, method, &body) {
 		return
 	}
-	outs, err := wire.OutcomesFromJSON(rep.Outcomes)
+	in, err := input(&body)
 	if err != nil {
-		s.refuseHTTP(w, p, methodOutcomes, wire.CodeInvalidArgument, http.StatusBadRequest, err.Error())
+		s.refuseHTTP(w, p, method, wire.CodeInvalidArgument, http.StatusBadRequest, err.Error())
 		return
 	}
-	n, cerr := s.outcomesCall(r.Context(), p, outs)
+	out, cerr := call(r.Context(), p, in)
 	if cerr != nil {
 		writeCallError(w, cerr)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.OutcomesAcceptedJSON{Accepted: n})
+	writeJSON(w, http.StatusOK, answer(out))
 }
 
 func (s *Server) httpState(w http.ResponseWriter, r *http.Request) {
