@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/triage-agent/triage/codec"
@@ -59,25 +58,9 @@ func benchCodecCommand(stdout io.Writer, args []string) error {
 	if err != nil {
 		return err
 	}
-	printCodecTable(stdout, *input, *level, res, stats)
+	res.WriteTable(stdout, *input, *level, stats)
 	if *asJSON {
 		return printJSONLine(stdout, res)
 	}
 	return nil
-}
-
-func printCodecTable(w io.Writer, input, level string, r benchcodec.Result, s codec.EncoderStats) {
-	saved := func(n int64) string {
-		return fmt.Sprintf("%.2f%%", 100*(1-float64(n)/float64(max(r.RawBytes, 1))))
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "input\t%s (%d frames, zstd level %s)\n", input, r.Frames, level)
-	fmt.Fprintf(tw, "frames\t%d full, %d delta\n", s.Full, s.Delta)
-	fmt.Fprintln(tw, "\tbytes\tbytes/frame\tfewer than raw")
-	fmt.Fprintf(tw, "raw\t%d\t%.0f\t-\n", r.RawBytes, float64(r.RawBytes)/float64(r.Frames))
-	fmt.Fprintf(tw, "zstd only\t%d\t%.0f\t%s\n", r.ZstdOnlyBytes, float64(r.ZstdOnlyBytes)/float64(r.Frames), saved(r.ZstdOnlyBytes))
-	fmt.Fprintf(tw, "delta codec\t%d\t%.0f\t%s\n", r.WireBytes, float64(r.WireBytes)/float64(r.Frames), saved(r.WireBytes))
-	fmt.Fprintf(tw, "encode\t%.0f ns/frame\n", r.EncodeNsPerFrame)
-	fmt.Fprintf(tw, "decode\t%.0f ns/frame (verified byte for byte)\n", r.DecodeNsPerFrame)
-	tw.Flush()
 }

@@ -62,23 +62,9 @@ func runBenchE2E(args []string) error {
 		return err
 	}
 	ctx := context.Background()
-	nodes := []e2e.SimNode{{Name: "committed", Cal: train.DefaultCalibration()}}
-	var unit float64
-	if *measureDisk && sc.DoesIO() {
-		cal, b, err := e2e.MeasureNodeDisk(ctx, *ioDir, func(s string) { fmt.Fprintln(os.Stderr, "measuring the disk:", s) })
-		if err != nil {
-			return err
-		}
-		if *nodeOut != "" {
-			if err := os.WriteFile(*nodeOut, b, 0o644); err != nil {
-				return fmt.Errorf("--node-out: %w", err)
-			}
-		}
-		nodes = append(nodes, e2e.SimNode{Name: "this", Cal: cal})
-		unit = cal.IO[0].WriteMs
-		e2e.WriteDiskLevels(os.Stdout, cal)
-	} else if *nodeOut != "" {
-		return errors.New("--node-out: nothing measured (the scenario writes nothing, or --measure-disk=false)")
+	nodes, unit, err := e2e.SimNodes(ctx, os.Stdout, sc, *ioDir, *measureDisk, *nodeOut)
+	if err != nil {
+		return err
 	}
 	rep, err := e2e.Bench(ctx, e2e.BenchConfig{
 		Scenario: sc, Seed: *seed, TimeScale: *scale, CPUTime: *cpuTime, Baseline: *baseline,
@@ -99,43 +85,9 @@ func runBenchE2E(args []string) error {
 		}
 		rep.Simulated = sims
 	}
-	fmt.Println()
-	if err := rep.Evaluation.WriteMarkdown(os.Stdout); err != nil {
+	if err := rep.WriteReport(os.Stdout, sc, *simulate); err != nil {
 		return err
 	}
-	fmt.Println()
-	if err := rep.Evaluation.WriteClassMarkdown(os.Stdout); err != nil {
-		return err
-	}
-	fmt.Println()
-	if len(rep.Evaluation.Periods) > 1 {
-		if err := rep.Evaluation.WritePeriodMarkdown(os.Stdout); err != nil {
-			return err
-		}
-		fmt.Println()
-	}
-	e2e.WriteClassLevels(os.Stdout, sc, rep.Agent)
-	if rep.AgentAblated != nil {
-		fmt.Println("\nthe agent blind to the kernel (agent-ablated):")
-		fmt.Println()
-		e2e.WriteClassLevels(os.Stdout, sc, rep.AgentAblated)
-	}
-	if len(rep.Simulated) > 0 {
-		fmt.Println("\nthe same policies and arrivals in the simulator (triage eval, one seed):")
-		fmt.Println()
-		rep.WriteSimulatedMarkdown(os.Stdout)
-	} else if *simulate {
-		fmt.Printf("\n(no simulated column: the run's clock is ×%.3f, and the simulator's is the scenario's own; run with --scale 1 to compare)\n", rep.FIFO.TimeScale)
-	}
-	st, fifo, res := rep.Stats, rep.FIFO, rep.Agent
-	fmt.Printf("\nagent goodput %.2fx FIFO's; SLA attainment %.4f vs %.4f\n", rep.GoodputRatio(), res.Metrics.SLAAttainment, fifo.Metrics.SLAAttainment)
-	fmt.Printf("decisions (--decide %s): %d local, from the agent's table; %d remote, by a call (%d errors); a task's wait for its priority p50 %.1f µs, p99 %.1f µs\n",
-		st.Decide, st.LocalDecisions, st.RemoteDecisions, st.DecideErrors, st.DecideP50Us, st.DecideP99Us)
-	fmt.Printf("background reserve: %d of %d task starts while the agent held half the workers back (the tasks slowed by at least 1.25 times, or, before enough finished, its run-queue p99 at 1 ms or more)\n", st.HeldBackStarts, len(res.Outcomes))
-	fmt.Printf("decision round trip over QUIC (request out, answer in): p50 %.0f µs, p99 %.0f µs over %d calls; in the agent (request in, answer out): p50 %.0f µs, p99 %.0f µs, mean %.0f µs, mean batch %.1f tasks\n",
-		st.RemoteDecideP50Us, st.RemoteDecideP99Us, st.RemoteDecisions, st.AgentSideP50Us, st.AgentSideP99Us, st.AgentSideMeanUs, st.MeanBatch)
-	fmt.Printf("agent process: CPU %.1f%% of one core (%.1f%% while it served no one, in the FIFO run), RSS %.1f MiB (peak %.1f MiB), %d probes attached, %d flame-graph windows, %d experience records\n",
-		st.CPUPercent, st.IdleCPUPercent, st.RSSMiB, st.PeakRSSMiB, st.ProbesAttached, st.FlamegraphWindows, st.ExperienceRecords)
 	if *asJSON {
 		return printOwnJSONLine(os.Stdout, rep)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/triage-agent/triage/internal/bench/e2e"
@@ -22,7 +21,7 @@ func TestBenchE2ERefusesBeforeMeasuring(t *testing.T) {
 	}
 	small := writeOneClassScenario(t, dir, "small.json", 5)
 	err := runBenchE2E([]string{"--scenario", small, "--node-out", filepath.Join(dir, "node.json")})
-	if err == nil || !strings.Contains(err.Error(), "--node-out") {
+	if !errors.Is(err, e2e.ErrNothingMeasured) {
 		t.Errorf("--node-out on a scenario that writes nothing: got %v, want an error naming the flag", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/triage-agent/triage/internal/bench/profiler"
@@ -53,16 +52,5 @@ func runBenchProfiler(args []string) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "machine\t%s, %d CPUs, all busy\n", res.Machine, res.CPUs)
-	fmt.Fprintln(tw, "hz\tunwind\toff-cpu\tagent CPU%\tBPF CPU%\tBPF ns/sample\tRSS before MiB\tRSS MiB\tpeak RSS MiB\tsymbol cache MiB\tsamples\tFP fallbacks\twindows\tstore bytes")
-	for _, r := range res.Results {
-		fmt.Fprintf(tw, "%d\t%s\t%v\t%.3f\t%.3f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%d\t%d\t%d\n", r.Hz, r.Unwind, r.OffCPU, r.AgentCPUPct, r.BPFCPUPct, r.BPFNsPerSample,
-			r.BaseRSSMiB, r.RSSMiB, r.PeakRSSMiB, r.SymbolCacheMiB, r.Samples, r.Fallbacks, r.Windows, r.StoreBytes)
-	}
-	tw.Flush()
-	if *asJSON {
-		return printJSONLine(os.Stdout, res)
-	}
-	return nil
+	return printTableAndJSON(res, *asJSON)
 }

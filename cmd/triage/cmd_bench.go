@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 )
@@ -33,6 +34,16 @@ func printJSONLine(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintln(w, string(b))
 	return err
+}
+
+// printTableAndJSON prints a bench's table and, with --json, its JSON line
+// after it.
+func printTableAndJSON(res interface{ WriteTable(io.Writer) }, asJSON bool) error {
+	res.WriteTable(os.Stdout)
+	if asJSON {
+		return printJSONLine(os.Stdout, res)
+	}
+	return nil
 }
 
 // printOwnJSONLine is printJSONLine for a result with a JSON shape of its

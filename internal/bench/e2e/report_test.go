@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/triage-agent/triage/train"
+)
+
+// The report prints every run's row, the agent's levels per class, and
+// the decision counts the runs made, from the runs' own outcomes: a report
+// of other runs prints other figures.
+func TestWriteReportPrintsTheRuns(t *testing.T) {
+	sc, err := train.ParseScenario([]byte(`{"name":"report","seed":3,"duration_s":2,"workers":2,
+	 "arrival":{"process":"poisson","rate_per_s":40},
+	 "classes":[{"name":"fast","share":0.5,"sla_ms":20,"cost_ms":{"dist":"exponential","mean":2}},
+	            {"name":"slow","share":0.5,"sla_ms":900,"cost_ms":{"dist":"exponential","mean":50}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := sc.Arrivals(3)
+	run := func(label string, met func(i int) bool, level func(c int) int) *Result {
+		outs := make([]train.Outcome, len(tasks))
+		for i := range tasks {
+			outs[i] = train.Outcome{Task: tasks[i], Level: level(tasks[i].Class), Finished: true, Met: met(i)}
+			outs[i].FinishMs = outs[i].ArrivalMs + 1
+		}
+		return &Result{Label: label, Outcomes: outs, Metrics: train.Summarise(sc, outs), TimeScale: 0.5}
+	}
+	fifo := run("fifo", func(i int) bool { return i%2 == 0 }, func(int) int { return 0 })
+	agent := run("agent", func(int) bool { return true }, func(c int) int { return 4 * (1 - c) })
+	rep := &Report{FIFO: fifo, Agent: agent, Stats: AgentStats{Decide: DecideLocal, LocalDecisions: len(tasks) - 3, RemoteDecisions: 3}}
+	rep.Evaluation = &train.Evaluation{Scenario: sc.Name, Order: []string{"fifo", "agent"}, Policies: map[string]train.Metrics{"fifo": fifo.Metrics, "agent": agent.Metrics}}
+	var b bytes.Buffer
+	if err := rep.WriteReport(&b, sc, true); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	nFast := 0
+	for _, x := range tasks {
+		if x.Class == 0 {
+			nFast++
+		}
+	}
+	for _, want := range []string{
+		"| agent | 1.0000 |",
+		"| fast | " + itoa(nFast) + " | 1.0000 | 0 / 0 / 0 / 0 / " + itoa(nFast) + " |",
+		"| slow | " + itoa(len(tasks)-nFast) + " | 1.0000 | " + itoa(len(tasks)-nFast) + " / 0 / 0 / 0 / 0 |",
+		"(no simulated column: the run's clock is ×0.500",
+		"decisions (--decide local): " + itoa(len(tasks)-3) + " local, from the agent's table; 3 remote",
+		"SLA attainment 1.0000 vs " + ftoa(fifo.Metrics.SLAAttainment) + "\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// --node-out without a disk measured is refused before anything runs.
+func TestSimNodesRefusesNodeOutWithoutAMeasurement(t *testing.T) {
+	sc, err := train.ParseScenario([]byte(`{"name":"cpu","seed":3,"duration_s":1,"workers":1,
+	 "arrival":{"process":"poisson","rate_per_s":10},
+	 "classes":[{"name":"a","share":1,"sla_ms":30,"cost_ms":{"dist":"exponential","mean":3}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := SimNodes(context.Background(), &bytes.Buffer{}, sc, t.TempDir(), true, "node.json"); !errors.Is(err, ErrNothingMeasured) {
+		t.Fatalf("got %v, want ErrNothingMeasured", err)
+	}
+	nodes, unit, err := SimNodes(context.Background(), &bytes.Buffer{}, sc, t.TempDir(), true, "")
+	if err != nil || len(nodes) != 1 || nodes[0].Name != "committed" || unit != 0 {
+		t.Fatalf("a scenario that writes nothing: nodes %v, unit %v, err %v; want the committed node alone", nodes, unit, err)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
