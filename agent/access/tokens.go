@@ -53,6 +53,9 @@ type Tokens struct {
 	nextCheck atomic.Int64 // unix nanos
 	mu        sync.Mutex   // one re-read at a time
 	sig       fileSig
+	// missing is whether the last look found no file to stat: reported
+	// once, like any other change, until the file is back.
+	missing bool
 }
 
 // NewTokens returns the tokens given plus those of file ("" for none).
@@ -123,9 +126,10 @@ func (t *Tokens) maybeReload() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	sig, err := statSig(t.file)
-	if err == nil && sig == t.sig {
+	if err == nil && sig == t.sig || err != nil && t.missing {
 		return
 	}
+	t.missing = err != nil
 	var toks [][]byte
 	if err == nil {
 		sig, toks, err = readTokenFile(t.file)
