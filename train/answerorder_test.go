@@ -9,11 +9,11 @@ import (
 )
 
 // The agent answers a priority alone, so its executors order a level by
-// ShortestFirst, shortest expected cost first, whoever decided the task (the
-// network, or the guard's controller where the network is unsure): on one
+// their AnswerOrder, whoever decided the task (the network, or the guard's
+// controller where the network is unsure): under ShortestFirst, on one
 // worker, tasks queued together at one level with room in their SLAs start
 // shortest first, not by deadline (here the longest has the earliest).
-func TestAgentAnswersAreServedShortestFirstWithinALevel(t *testing.T) {
+func TestShortestFirstServesALevelShortestFirst(t *testing.T) {
 	sc, tasks := queuedBehindOne(t)
 	meta := policy.CurrentMetadata("test", "")
 	// Members choose 3 and 1: the guard's controller decides every task.
@@ -22,9 +22,11 @@ func TestAgentAnswersAreServedShortestFirstWithinALevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	guarded := NewGuardedPolicy("guarded, unsure", disputed, g)
+	guarded.Order = ShortestFirst
 	for _, p := range []Policy{
-		&DeciderPolicy{Label: "network", Decider: sureOfThree(meta)},
-		NewGuardedPolicy("guarded, unsure", disputed, g),
+		&DeciderPolicy{Label: "network", Decider: sureOfThree(meta), Order: ShortestFirst},
+		guarded,
 	} {
 		out, err := RunTasks(sc, tasks, p, SimConfig{})
 		if err != nil {
@@ -42,6 +44,34 @@ func TestAgentAnswersAreServedShortestFirstWithinALevel(t *testing.T) {
 			if !(out[i+1].StartMs < out[i].StartMs) {
 				t.Errorf("%s: task %d (expected %v ms) started at %v, task %d (expected %v ms) at %v: want the shorter first",
 					p.Name(), i+1, out[i+1].ExpectedMs, out[i+1].StartMs, i, out[i].ExpectedMs, out[i].StartMs)
+			}
+		}
+	}
+}
+
+// By default (AdaptiveOrder, the zero value) the same four tasks on one
+// worker do not crowd their level (crowdPerWorker per worker), so they
+// start by deadline, whoever decided them.
+func TestAgentAnswersAreServedByDeadlineWhileTheLevelIsNotCrowded(t *testing.T) {
+	sc, tasks := queuedBehindOne(t)
+	meta := policy.CurrentMetadata("test", "")
+	disputed := policy.NewGoDecider(constNet([policy.NumActions]float32{3: 1}, [policy.NumActions]float32{1: 0.9}), meta)
+	g, err := guard.Named("reserve-rule", guard.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Policy{
+		&DeciderPolicy{Label: "network", Decider: sureOfThree(meta)},
+		NewGuardedPolicy("guarded, unsure", disputed, g),
+	} {
+		out, err := RunTasks(sc, tasks, p, SimConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < 4; i++ {
+			if !(out[i].StartMs < out[i+1].StartMs) {
+				t.Errorf("%s: task %d (deadline %v) started at %v, task %d (deadline %v) at %v: want the earlier deadline first",
+					p.Name(), i, out[i].DeadlineMs(), out[i].StartMs, i+1, out[i+1].DeadlineMs(), out[i+1].StartMs)
 			}
 		}
 	}
@@ -90,7 +120,7 @@ func sureOfThree(meta policy.Metadata) policy.Decider {
 }
 
 func TestParseAnswerOrder(t *testing.T) {
-	for s, want := range map[string]AnswerOrder{"": ShortestFirst, "shortest": ShortestFirst, "deadline": DeadlineFirst} {
+	for s, want := range map[string]AnswerOrder{"": AdaptiveOrder, "adaptive": AdaptiveOrder, "shortest": ShortestFirst, "deadline": DeadlineFirst} {
 		got, err := ParseAnswerOrder(s)
 		if err != nil || got != want {
 			t.Errorf("ParseAnswerOrder(%q) = %v, %v; want %v", s, got, err, want)

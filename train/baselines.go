@@ -130,12 +130,14 @@ func Baselines(sc *Scenario) []Policy {
 type DeciderPolicy struct {
 	Label   string
 	Decider policy.Decider
-	Order   AnswerOrder // the zero value: ShortestFirst
+	Order   AnswerOrder // the zero value: AdaptiveOrder
 	states  [1]policy.State
 	out     [1]policy.Decision
 }
 
 func (p *DeciderPolicy) Name() string { return p.Label }
+
+func (p *DeciderPolicy) answerOrder() AnswerOrder { return p.Order }
 func (p *DeciderPolicy) Assign(t *Task, v *NodeView) (int, float64, error) {
 	p.states[0] = v.State
 	if err := p.Decider.Decide(p.states[:], p.out[:]); err != nil {

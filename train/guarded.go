@@ -21,7 +21,7 @@ type GuardedPolicy struct {
 	// controller, not the counts.
 	Counts [guard.NumReasons]int
 	// Order is how the executor orders every answer within a level,
-	// whoever decided it (the zero value: ShortestFirst).
+	// whoever decided it (the zero value: AdaptiveOrder).
 	Order AnswerOrder
 
 	states [1]policy.State
@@ -35,6 +35,8 @@ func NewGuardedPolicy(label string, d policy.Decider, g *guard.Guard) *GuardedPo
 }
 
 func (p *GuardedPolicy) Name() string { return p.Label }
+
+func (p *GuardedPolicy) answerOrder() AnswerOrder { return p.Order }
 
 // Reset makes the guard's controller forget the previous run.
 func (p *GuardedPolicy) Reset() { p.Guard.Reset() }

@@ -23,12 +23,21 @@ type queue interface {
 	each(func(i int)) // every queued task, any order
 }
 
-// newQueue is the queue for p: key order for the whole-queue disciplines,
-// the full contract for everything else.
-func newQueue(p Policy, out *[]Outcome) queue {
+// newQueue is the queue for p on a node of workers workers: key order for
+// the whole-queue disciplines, the full contract for everything else, and
+// for the agent's answers under AdaptiveOrder its adaptive order (with the
+// node's slowdown).
+func newQueue(p Policy, out *[]Outcome, workers int, slowdown func() float64) queue {
+	if a, ok := p.(answerOrdered); ok && a.answerOrder() == AdaptiveOrder {
+		return newAdaptiveQueue(out, workers, slowdown)
+	}
 	_, keyOrdered := p.(KeyOrdered)
 	return newQueueOrdered(keyOrdered, out)
 }
+
+// answerOrdered is a policy whose answers an executor orders by an
+// AnswerOrder: the agent's, as the simulator serves it.
+type answerOrdered interface{ answerOrder() AnswerOrder }
 
 func newQueueOrdered(keyOrdered bool, out *[]Outcome) queue {
 	if keyOrdered {
@@ -149,6 +158,17 @@ type Queue struct{ q queue }
 // NewQueue returns an empty queue over *out.
 func NewQueue(out *[]Outcome, keyOrdered bool) *Queue {
 	return &Queue{q: newQueueOrdered(keyOrdered, out)}
+}
+
+// NewAnswerQueue returns an empty queue over *out for the agent's answers,
+// ordered within a level by order on a node of workers workers; slowdown
+// (AdaptiveOrder only; nil: unknown) is how much slower than described the
+// executor's recent tasks ran (policy.SlowdownWindow), read at each Pop.
+func NewAnswerQueue(out *[]Outcome, order AnswerOrder, workers int, slowdown func() float64) *Queue {
+	if order == AdaptiveOrder {
+		return &Queue{q: newAdaptiveQueue(out, workers, slowdown)}
+	}
+	return NewQueue(out, false)
 }
 
 // Push queues (*out)[i].

@@ -133,7 +133,7 @@ func RunTasks(sc *Scenario, tasks []Task, p Policy, cfg SimConfig) ([]Outcome, e
 	s.target = make([]float64, len(out))
 	s.inCPU = phaseHeap(s.target, out)
 	s.inIO = phaseHeap(s.target, out)
-	s.queue = newQueue(p, &s.out)
+	s.queue = newQueue(p, &s.out, sc.Workers, s.sig.slowdown.Value)
 	s.view.policy = p
 	if err := s.run(p); err != nil {
 		return nil, fmt.Errorf("simulating %s under %s: %w", sc.Name, p.Name(), err)

@@ -37,7 +37,7 @@ func runEval(args []string) error {
 	minAdv := fs.Float64("guard-min-advantage", guard.DefaultMinAdvantage, "as the agent's --guard-min-advantage (0: off)")
 	keepUrgent := fs.Float64("guard-keep-urgent-ms", guard.DefaultKeepUrgentMs, "as the agent's --guard-keep-urgent-ms (0: off)")
 	ablate := fs.String("ablate", "", "kernel: add a dqn-ablated row, the same guarded model with every kernel feature at its neutral value")
-	answerOrder := fs.String("answer-order", train.ShortestFirst.String(), "how the executor orders the agent's answers within a priority, for the dqn rows: shortest (expected cost first, the agent's executors' default) or deadline (docs/policy.md, \"The order within a level\")")
+	answerOrder := fs.String("answer-order", train.AdaptiveOrder.String(), "how the executor orders the agent's answers within a priority, for the dqn rows: adaptive (the agent's executors' default: deadline first, shortest first while a level is crowded, late work counted at the node's slowdown), shortest (expected cost first) or deadline (docs/policy.md, \"The order within a level\")")
 	perClass := fs.Bool("per-class", true, "print SLA attainment per class and policy after each scenario's table")
 	varyNode := fs.Float64("vary-node", 0, "run each scenario and seed, with this probability, on a node that reads its kernel features unlike the calibrated one, as training does (docs/training.md, \"Varying the node\"): what a policy keeps on other machines; 0 reports on the calibrated node")
 	noService := fs.Bool("no-service-times", false, "simulate an upstream that reports no service_ms: no policy knows the node's slowdown, so the background reserve follows the kernel alone, as the agent's does for such an upstream (docs/policy.md)")

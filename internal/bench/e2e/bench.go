@@ -41,7 +41,7 @@ type BenchConfig struct {
 	// every task.
 	Decide string
 	// AnswerOrder is how the executor orders the agent's answers within a
-	// priority (the zero value: train.ShortestFirst, as the agent's
+	// priority (the zero value: train.AdaptiveOrder, as the agent's
 	// executors do). The in-process rules keep their own order.
 	AnswerOrder train.AnswerOrder
 	// KeepDir keeps the agent's experience log and flame graphs; "": a

@@ -53,7 +53,7 @@ type Config struct {
 	// nil serves FIFO.
 	Agent Agent
 	// AnswerOrder orders the agent's answers within a priority (the zero
-	// value: train.ShortestFirst).
+	// value: train.AdaptiveOrder, with the run's own slowdown).
 	AnswerOrder train.AnswerOrder
 	// Local decides each task from the agent's decision table where the
 	// table answers, in the dispatcher, without a round trip (Agent must be
@@ -145,16 +145,20 @@ type run struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	queue  *train.Queue // the executor contract; guarded by mu
-	busy   int          // workers serving; guarded by mu
-	closed bool
-	stop   atomic.Bool
-	done   atomic.Int64 // finished tasks
-	doneCh chan struct{}
-	report chan *wire.Outcome
-	res    Result
-	errMu  sync.Mutex
-	errs   []error
-	cancel context.CancelFunc // ends the run early, on a worker's error
+	// slowdown is the run's finished tasks' service time over their
+	// expected cost (the agent's answers' AdaptiveOrder reads it); guarded
+	// by mu.
+	slowdown policy.SlowdownWindow
+	busy     int // workers serving; guarded by mu
+	closed   bool
+	stop     atomic.Bool
+	done     atomic.Int64 // finished tasks
+	doneCh   chan struct{}
+	report   chan *wire.Outcome
+	res      Result
+	errMu    sync.Mutex
+	errs     []error
+	cancel   context.CancelFunc // ends the run early, on a worker's error
 }
 
 // fifo is whether this run serves FIFO (no agent, no rule).
@@ -230,7 +234,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// (levels, the order within a level by key: the rule's, or
 	// Config.AnswerOrder for the agent's answers; the late-work rule, the
 	// background tier).
-	r.queue = train.NewQueue(&r.outs, r.keyOrdered())
+	if cfg.Agent != nil {
+		r.queue = train.NewAnswerQueue(&r.outs, cfg.AnswerOrder, sc.Workers, r.slowdown.Value)
+	} else {
+		r.queue = train.NewQueue(&r.outs, r.keyOrdered())
+	}
 	r.res = Result{Label: cfg.Label, TimeScale: scale, IOWriteMs: nd.writeMs, DiskSettle: nd.settled}
 	if len(r.tasks) == 0 {
 		r.res.Metrics = train.Summarise(sc, r.outs)
@@ -416,15 +424,18 @@ func (r *run) currentReserve() float64 {
 	return policy.CalmReserve
 }
 
-// finished frees the worker and returns how many were busy with it. No
-// other worker needs waking: one finish frees one slot, and the worker
-// that freed it asks next() at once, so it takes whatever may now start,
-// a held-back background task included.
-func (r *run) finished() int {
+// finished frees the worker, counts the task's service time (scenario
+// ms; 0 for one the run cut short) against its expected cost in the
+// slowdown, and returns how many workers were busy with it. No other
+// worker needs waking: one finish frees one slot, and the worker that
+// freed it asks next() at once, so it takes whatever may now start, a
+// held-back background task included.
+func (r *run) finished(serviceMs, expectedMs float64) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	busy := r.busy
 	r.busy--
+	r.slowdown.Add(serviceMs, expectedMs)
 	return busy
 }
 
@@ -458,7 +469,11 @@ func (r *run) worker() {
 		startMs := r.nowMs()
 		ok, err := r.serve(o, file)
 		finMs := r.nowMs()
-		busy := r.finished()
+		serviceMs := 0.0
+		if ok && err == nil {
+			serviceMs = (finMs - startMs) / r.scale
+		}
+		busy := r.finished(serviceMs, o.ExpectedMs)
 		if err != nil {
 			r.fail(err)
 			return
