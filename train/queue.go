@@ -104,10 +104,20 @@ func (q *priorityQueue) pop(now float64, lowest int) int {
 			heap.Push(&q.late[l], heap.Pop(f).(int))
 		}
 	}
+	if i := popLate(&q.late, lowest); i >= 0 {
+		q.n--
+		return i
+	}
+	return -1
+}
+
+// popLate serves late work once no level from lowest up has a task that
+// can still make its deadline: the highest non-empty late heap's shortest
+// expected cost, or -1.
+func popLate(late *[policy.NumActions]indexHeap, lowest int) int {
 	for l := policy.NumActions - 1; l >= lowest; l-- {
-		if q.late[l].Len() > 0 {
-			q.n--
-			return heap.Pop(&q.late[l]).(int)
+		if late[l].Len() > 0 {
+			return heap.Pop(&late[l]).(int)
 		}
 	}
 	return -1

@@ -116,11 +116,9 @@ func (q *adaptiveQueue) pop(now float64, lowest int) int {
 			heap.Push(&q.late[l], i)
 		}
 	}
-	for l := policy.NumActions - 1; l >= lowest; l-- {
-		if q.late[l].Len() > 0 {
-			q.n--
-			return heap.Pop(&q.late[l]).(int)
-		}
+	if i := popLate(&q.late, lowest); i >= 0 {
+		q.n--
+		return i
 	}
 	return -1
 }

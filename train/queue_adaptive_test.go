@@ -79,23 +79,6 @@ func TestAdaptiveOrderCountsLateWorkAtTheSlowdown(t *testing.T) {
 	}
 }
 
-func TestAdaptiveOrderKeepsTheBackgroundTier(t *testing.T) {
-	q := adaptiveQueueOf(1, 1, [3]float64{0, 100, 1}, [3]float64{0, 90, 2}, [3]float64{1, 900, 1})
-	// 4 workers, 3 busy: at the calm reserve, only the foreground task.
-	if got := drain(q, 3, 4); !slices.Equal(got, []int{2}) {
-		t.Fatalf("at the reserve served %v, want [2]", got)
-	}
-	if q.Len() != 2 {
-		t.Fatalf("%d left, want the 2 background tasks", q.Len())
-	}
-	if got := drain(q, 0, 4); !slices.Equal(got, []int{1, 0}) {
-		t.Fatalf("below the reserve served %v, want [1 0] (deadline order)", got)
-	}
-	if q.Pop(0, 0, 4, policy.CalmReserve) != -1 {
-		t.Fatal("an empty queue served a task")
-	}
-}
-
 // Tasks pushed while others leave through either heap are served once
 // each: the marked entries are skipped, never served twice, and the queue
 // ends empty.

@@ -51,22 +51,26 @@ func TestQueueContract(t *testing.T) {
 }
 
 func TestBackgroundHeldBackAtTheReserve(t *testing.T) {
-	q, _ := queueOf(false,
-		[3]float64{0, 100, 1}, // background, feasible
-		[3]float64{0, 1, 5},   // background, late
-		[3]float64{1, 900, 1}, // lowest foreground level
-	)
-	// 4 workers, reserve 1: with 3 busy only one is free, so only the
-	// foreground task may start, and the background ones wait, late or not.
-	if got := drain(q, 3, 4); !slices.Equal(got, []int{2}) {
-		t.Fatalf("at the reserve served %v, want [2]", got)
+	tasks := [][3]float64{
+		{0, 100, 1}, // background, feasible
+		{0, 1, 5},   // background, late
+		{1, 900, 1}, // lowest foreground level
 	}
-	if q.Len() != 2 {
-		t.Fatalf("%d left queued, want the 2 background tasks", q.Len())
-	}
-	// Two free: background runs, feasible before late.
-	if got := drain(q, 2, 4); !slices.Equal(got, []int{0, 1}) {
-		t.Fatalf("below the reserve served %v, want [0 1]", got)
+	plain, _ := queueOf(false, tasks...)
+	// The agent's answers under the adaptive order keep the tier too.
+	for name, q := range map[string]*Queue{"the rules' order": plain, "adaptive": adaptiveQueueOf(1, 1, tasks...)} {
+		// 4 workers, reserve 1: with 3 busy only one is free, so only the
+		// foreground task may start, and the background ones wait, late or not.
+		if got := drain(q, 3, 4); !slices.Equal(got, []int{2}) {
+			t.Fatalf("%s: at the reserve served %v, want [2]", name, got)
+		}
+		if q.Len() != 2 {
+			t.Fatalf("%s: %d left queued, want the 2 background tasks", name, q.Len())
+		}
+		// Two free: background runs, feasible before late.
+		if got := drain(q, 2, 4); !slices.Equal(got, []int{0, 1}) {
+			t.Fatalf("%s: below the reserve served %v, want [0 1]", name, got)
+		}
 	}
 }
 
