@@ -53,9 +53,6 @@ type Tokens struct {
 	nextCheck atomic.Int64 // unix nanos
 	mu        sync.Mutex   // one re-read at a time
 	sig       fileSig
-	// missing is whether the last look found no file to stat: reported
-	// once, like any other change, until the file is back.
-	missing bool
 }
 
 // NewTokens returns the tokens given plus those of file ("" for none).
@@ -125,11 +122,13 @@ func (t *Tokens) maybeReload() {
 	t.nextCheck.Store(now + int64(every))
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// A file that cannot be stat'ed has the zero signature, which no file
+	// that exists has (its time is set): so a file still missing is no
+	// change, and is reported once, like any other.
 	sig, err := statSig(t.file)
-	if err == nil && sig == t.sig || err != nil && t.missing {
+	if sig == t.sig {
 		return
 	}
-	t.missing = err != nil
 	var toks [][]byte
 	if err == nil {
 		sig, toks, err = readTokenFile(t.file)
