@@ -28,11 +28,20 @@ type queue interface {
 // for the agent's answers under AdaptiveOrder its adaptive order (with the
 // node's slowdown).
 func newQueue(p Policy, out *[]Outcome, workers int, slowdown func() float64) queue {
-	if a, ok := p.(answerOrdered); ok && a.answerOrder() == AdaptiveOrder {
-		return newAdaptiveQueue(out, workers, slowdown)
+	if a, ok := p.(answerOrdered); ok {
+		return newAnswerQueue(out, a.answerOrder(), workers, slowdown)
 	}
 	_, keyOrdered := p.(KeyOrdered)
 	return newQueueOrdered(keyOrdered, out)
+}
+
+// newAnswerQueue is the queue for the agent's answers under order: the
+// adaptive one for AdaptiveOrder, else the contract by each answer's key.
+func newAnswerQueue(out *[]Outcome, order AnswerOrder, workers int, slowdown func() float64) queue {
+	if order == AdaptiveOrder {
+		return newAdaptiveQueue(out, workers, slowdown)
+	}
+	return newQueueOrdered(false, out)
 }
 
 // answerOrdered is a policy whose answers an executor orders by an
@@ -175,10 +184,7 @@ func NewQueue(out *[]Outcome, keyOrdered bool) *Queue {
 // (AdaptiveOrder only; nil: unknown) is how much slower than described the
 // executor's recent tasks ran (policy.SlowdownWindow), read at each Pop.
 func NewAnswerQueue(out *[]Outcome, order AnswerOrder, workers int, slowdown func() float64) *Queue {
-	if order == AdaptiveOrder {
-		return &Queue{q: newAdaptiveQueue(out, workers, slowdown)}
-	}
-	return NewQueue(out, false)
+	return &Queue{q: newAnswerQueue(out, order, workers, slowdown)}
 }
 
 // Push queues (*out)[i].

@@ -18,8 +18,9 @@ const crowdPerWorker = 4
 // late-work rule, the background tier) under AdaptiveOrder: within a level
 // earliest deadline first (the answers' key) while at most crowd of its
 // tasks can still make their deadline, shortest expected cost first
-// (weighted by the root of the SLA: byCostTimesRootSLA) while more can; a task whose expected cost, stretched by the node's slowdown,
-// would end past its deadline yields as late work.
+// (weighted by the root of the SLA: byCostTimesRootSLA) while more can; a
+// task whose expected cost, stretched by the node's slowdown, would end
+// past its deadline yields as late work.
 //
 // Each task that can still make its deadline sits in both of its level's
 // heaps; it leaves by one, and the entry left in the other is marked

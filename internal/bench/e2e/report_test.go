@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"strconv"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -48,11 +48,11 @@ func TestWriteReportPrintsTheRuns(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| agent | 1.0000 |",
-		"| fast | " + itoa(nFast) + " | 1.0000 | 0 / 0 / 0 / 0 / " + itoa(nFast) + " |",
-		"| slow | " + itoa(len(tasks)-nFast) + " | 1.0000 | " + itoa(len(tasks)-nFast) + " / 0 / 0 / 0 / 0 |",
+		fmt.Sprintf("| fast | %d | 1.0000 | 0 / 0 / 0 / 0 / %d |", nFast, nFast),
+		fmt.Sprintf("| slow | %d | 1.0000 | %d / 0 / 0 / 0 / 0 |", len(tasks)-nFast, len(tasks)-nFast),
 		"(no simulated column: the run's clock is ×0.500",
-		"decisions (--decide local): " + itoa(len(tasks)-3) + " local, from the agent's table; 3 remote",
-		"SLA attainment 1.0000 vs " + ftoa(fifo.Metrics.SLAAttainment) + "\n",
+		fmt.Sprintf("decisions (--decide local): %d local, from the agent's table; 3 remote", len(tasks)-3),
+		fmt.Sprintf("SLA attainment 1.0000 vs %.4f\n", fifo.Metrics.SLAAttainment),
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
@@ -76,7 +76,3 @@ func TestSimNodesRefusesNodeOutWithoutAMeasurement(t *testing.T) {
 		t.Fatalf("a scenario that writes nothing: nodes %v, unit %v, err %v; want the committed node alone", nodes, unit, err)
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
-
-func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
