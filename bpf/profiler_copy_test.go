@@ -113,6 +113,13 @@ func TestCopyReaderWaitThenReadNow(t *testing.T) {
 		if rd.Pending() == 0 {
 			t.Fatal("Wait returned with an empty ring")
 		}
+		if got == 0 {
+			// With records waiting Wait returns at once, and it runs for
+			// every burst: it must not allocate.
+			if n := testing.AllocsPerRun(20, func() { _ = rd.Wait() }); n != 0 {
+				t.Fatalf("Wait with records waiting: %v allocations, want 0", n)
+			}
+		}
 		for {
 			err := rd.ReadNow(&c)
 			if errors.Is(err, os.ErrDeadlineExceeded) {
