@@ -493,7 +493,7 @@ func (r *run) worker() {
 			r.ruleMu.Unlock()
 		}
 		if r.cfg.Agent != nil {
-			r.report <- &wire.Outcome{Id: r.cfg.IDBase + uint64(idx) + 1, LatencyMs: float32(o.LatencyMs()), SlaMet: o.Met, ServiceMs: float32(o.ServiceMs())}
+			r.report <- &wire.Outcome{Id: r.cfg.IDBase + uint64(idx) + 1, LatencyMs: float32(o.LatencyMs()), SlaMet: o.Met, ServiceMs: float32(serviceMs)}
 		}
 		if r.done.Add(1) == int64(len(r.tasks)) {
 			close(r.doneCh)
