@@ -24,6 +24,9 @@ type Config struct {
 	// from it.
 	Unwind UnwindMode
 	Logger *slog.Logger
+	// AfterWindow, when set, is called by Run after each window is
+	// written: the agent hands the window's garbage back to the OS there.
+	AfterWindow func()
 }
 
 // UnwindMode is how user stacks are walked.
@@ -66,7 +69,8 @@ type Recorder struct {
 	copies     *copyAggregator
 	copiesDone chan struct{}
 	// unwindNote goes into every profile's comments: how stacks were walked.
-	unwindNote string
+	unwindNote  string
+	afterWindow func() // Config.AfterWindow
 }
 
 // Result is one drained, symbolised window.
@@ -105,7 +109,7 @@ func New(cfg Config) (*Recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting profiler: %w", err)
 	}
-	r := &Recorder{prof: p, sym: sym, log: log, unwindNote: note}
+	r := &Recorder{prof: p, sym: sym, log: log, unwindNote: note, afterWindow: cfg.AfterWindow}
 	if rd, err := p.CopyReader(); err == nil {
 		o := p.Options()
 		r.unwindNote = fmt.Sprintf("unwind: .eh_frame/.debug_frame tables on %d KiB user stack copies; frame pointers for Go and where no table covers", o.StackCopyBytes>>10)
@@ -290,6 +294,9 @@ func (r *Recorder) Run(ctx context.Context, store *flamegraph.Store, interval ti
 				return err
 			}
 			r.log.Warn("flame graph window", "err", err)
+		}
+		if r.afterWindow != nil {
+			r.afterWindow()
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package profiling
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -233,6 +234,41 @@ func TestSaveWindowIntoStore(t *testing.T) {
 		}
 		if f.Kind == "folded" && !strings.Contains(string(b), "main.hotLoop") {
 			t.Fatalf("window's folded stacks lack main.hotLoop:\n%s", b)
+		}
+	}
+}
+
+// TestRunCallsAfterWindowOncePerWindow: Run calls Config.AfterWindow once
+// after each window it writes (the agent returns the window's memory to
+// the OS there), and only then.
+func TestRunCallsAfterWindowOncePerWindow(t *testing.T) {
+	requireRoot(t)
+	bin := buildGoTarget(t)
+	cmd := startTarget(t, bin, "-mode", "cpu", "-duration", "30s")
+	store, err := flamegraph.NewStore(flamegraph.StoreConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []int // windows in the store at each call
+	cfg := Config{AfterWindow: func() { stored = append(stored, len(store.List())) }}
+	cfg.Profiler.FrequencyHz = 199
+	cfg.Profiler.PID = uint32(cmd.Process.Pid)
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 1700*time.Millisecond)
+	defer cancel()
+	if err := r.Run(ctx, store, 500*time.Millisecond); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(stored) < 2 {
+		t.Fatalf("AfterWindow called %d times in three windows' time, want 2 or more", len(stored))
+	}
+	for i, n := range stored {
+		if n != i+1 {
+			t.Fatalf("call %d found %d windows stored, want %d (one call after each window is written): %v", i+1, n, i+1, stored)
 		}
 	}
 }

@@ -107,7 +107,11 @@ var errRowLimit = errors.New("unwind table over its size cap")
 type interp struct {
 	c       *cie
 	initial cfaState // after the CIE's initial instructions (DW_CFA_restore)
-	rows    []Row
+	// rows are packed as they are emitted, relative to base (the first
+	// row's PC; rows come in address order): held as Rows while the
+	// table was built, they took twice the table's size again.
+	rows    rowChunks
+	base    uint64
 	maxRows int
 }
 

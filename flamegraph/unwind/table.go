@@ -3,6 +3,7 @@ package unwind
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"unsafe"
 )
@@ -99,7 +100,12 @@ func Build(sections []CFI, maxBytes int) (*Table, error) {
 	t := &Table{}
 	var parseErrs []error
 	for _, sec := range sections {
-		var mine []pcRange
+		// Counted first, so that the FDEs are held in arrays of their size:
+		// grown by append, ONNX Runtime's took five times it.
+		count := 0
+		_, _ = parseFDEs(sec.Data, sec.Kind, sec.Addr, func(fde) error { count++; return nil })
+		fdes = slices.Grow(fdes, min(count, maxRows))
+		mine := make([]pcRange, 0, min(count, maxRows))
 		skipped, err := parseFDEs(sec.Data, sec.Kind, sec.Addr, func(f fde) error {
 			if overlaps(ranges, f.begin, f.end) {
 				return nil
@@ -132,61 +138,77 @@ func Build(sections []CFI, maxBytes int) (*Table, error) {
 		}
 		if i > 0 && f.begin > end {
 			if err := in.emitRow(Row{PC: end, Kind: KindNone}); err != nil {
-				return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, maxBytes)
+				return nil, tooLarge(err, maxBytes)
 			}
 		}
-		n := len(in.rows)
+		n := in.rows.len()
 		if err := in.rowsForFDE(f); err != nil {
-			if errors.Is(err, errRowLimit) {
-				return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, maxBytes)
+			if err := tooLarge(err, maxBytes); err != nil {
+				return nil, err
 			}
-			in.rows = in.rows[:n]
+			in.rows.truncate(n)
 			t.Skipped++
-			if len(in.rows) > 0 && in.rows[len(in.rows)-1].Kind != KindNone && i > 0 {
+			if last := in.rows.last(); last != nil && last.kind != KindNone && i > 0 {
 				// The FDE's range has no rule: mark it as a gap, not as
 				// the previous function's last rule.
 				if err := in.emitRow(Row{PC: f.begin, Kind: KindNone}); err != nil {
-					return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, maxBytes)
+					return nil, tooLarge(err, maxBytes)
 				}
 			}
 		}
 		end = f.end
 	}
-	if len(in.rows) > 0 {
+	if in.rows.len() > 0 {
 		if err := in.emitRow(Row{PC: end, Kind: KindNone}); err != nil {
-			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, maxBytes)
+			return nil, tooLarge(err, maxBytes)
 		}
 	}
-	if len(in.rows) == 0 && len(parseErrs) > 0 {
+	if in.rows.len() == 0 && len(parseErrs) > 0 {
 		return nil, errors.Join(parseErrs...)
 	}
-	if len(in.rows) > 0 {
-		t.base = in.rows[0].PC
-		if span := in.rows[len(in.rows)-1].PC - t.base; span >= 1<<32 {
-			return nil, fmt.Errorf("%w: code spans %d GiB", ErrTooLarge, span>>30)
-		}
-	}
-	t.rows = make([]packedRow, len(in.rows))
-	for i, r := range in.rows {
-		t.rows[i] = packedRow{uint32(r.PC - t.base), r.CFAOff, r.RBPOff, r.Kind, r.PLTThreshold}
-	}
+	t.base = in.base
+	t.rows = in.rows.flatten()
 	return t, nil
 }
 
 // emitRow appends a row as is (gaps), merging with a row at the same PC.
 func (in *interp) emitRow(row Row) error {
-	if n := len(in.rows); n > 0 {
-		if last := &in.rows[n-1]; last.PC == row.PC {
-			*last = row
+	n := in.rows.len()
+	if n == 0 && in.base == 0 {
+		in.base = row.PC
+	}
+	if row.PC < in.base || row.PC-in.base >= 1<<32 {
+		return errSpan
+	}
+	p := packedRow{uint32(row.PC - in.base), row.CFAOff, row.RBPOff, row.Kind, row.PLTThreshold}
+	if last := in.rows.last(); last != nil {
+		if last.pc == p.pc {
+			*last = p
 			return nil
-		} else if last.sameRule(row) {
+		} else if last.row(in.base).sameRule(row) {
 			return nil
 		}
 	}
-	if len(in.rows) >= in.maxRows {
+	if n >= in.maxRows {
 		return errRowLimit
 	}
-	in.rows = append(in.rows, row)
+	in.rows.add(p)
+	return nil
+}
+
+// errSpan is a row more than 4 GiB past the table's first (a packed row
+// holds a 32-bit offset).
+var errSpan = errors.New("code spans 4 GiB or more")
+
+// tooLarge is the error of a table that cannot be built because of a cap
+// (errRowLimit) or its span (errSpan), or nil for any other error.
+func tooLarge(err error, maxBytes int) error {
+	switch {
+	case errors.Is(err, errRowLimit):
+		return fmt.Errorf("%w (%d bytes)", ErrTooLarge, maxBytes)
+	case errors.Is(err, errSpan):
+		return fmt.Errorf("%w: %w", ErrTooLarge, errSpan)
+	}
 	return nil
 }
 

@@ -1,0 +1,45 @@
+package unwind
+
+import (
+	"debug/elf"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkBuild builds the unwind table of a large shared library (ONNX
+// Runtime's where the project's scripts installed it, else libc), from its
+// .eh_frame read once. B/op is what the build allocates: its rows while
+// they are emitted and the table itself; the table's own size is reported
+// beside it.
+func BenchmarkBuild(b *testing.B) {
+	path := os.Getenv("TRIAGE_ONNXRUNTIME_LIB")
+	if path == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			path = filepath.Join(home, ".cache/triage/onnxruntime/1.30.0/libonnxruntime.so.1")
+		}
+	}
+	if _, err := os.Stat(path); err != nil {
+		path = "/lib/x86_64-linux-gnu/libc.so.6"
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		b.Skipf("no large library to build from here (%v)", err)
+	}
+	defer f.Close()
+	data, addr, err := ehFrame(f, 64<<20)
+	if err != nil || data == nil {
+		b.Fatalf("%s: .eh_frame: %v", path, err)
+	}
+	secs := []CFI{{Kind: EHFrame, Data: data, Addr: addr}}
+	b.Logf("%s: %d bytes of .eh_frame", filepath.Base(path), len(data))
+	b.ReportAllocs()
+	var t *Table
+	for b.Loop() {
+		if t, err = Build(secs, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(t.Len()), "rows")
+	b.ReportMetric(float64(t.Bytes()), "table-bytes")
+}
