@@ -1,5 +1,7 @@
 package unwind
 
+import "slices"
+
 // rowChunks holds a table's rows while it is built, in chunks that are
 // never copied until the table takes the rows in one exactly sized slice.
 // A slice grown by append copies itself at every step and holds the old
@@ -46,11 +48,35 @@ func (c *rowChunks) truncate(n int) {
 	c.cur = c.cur[:n-len(c.full)*chunkRows]
 }
 
-// flatten is every row in one slice of exactly their number.
-func (c *rowChunks) flatten() []packedRow {
-	out := make([]packedRow, 0, c.len())
-	for _, f := range c.full {
-		out = append(out, f...)
+// compact is every row as a table keeps them, in slices of exactly their
+// number: addresses, rule indexes, and the dictionary of distinct rules;
+// ok is false when there are more than maxRules of those.
+func (c *rowChunks) compact() (pcs []uint32, rules []uint16, dict []rule, ok bool) {
+	n := c.len()
+	pcs, rules = make([]uint32, 0, n), make([]uint16, 0, n)
+	index := map[rule]uint16{}
+	add := func(chunk []packedRow) bool {
+		for _, p := range chunk {
+			i, seen := index[p.rule]
+			if !seen {
+				if len(dict) == maxRules {
+					return false
+				}
+				i = uint16(len(dict))
+				index[p.rule] = i
+				dict = append(dict, p.rule)
+			}
+			pcs, rules = append(pcs, p.pc), append(rules, i)
+		}
+		return true
 	}
-	return append(out, c.cur...)
+	for _, chunk := range c.full {
+		if !add(chunk) {
+			return nil, nil, nil, false
+		}
+	}
+	if !add(c.cur) {
+		return nil, nil, nil, false
+	}
+	return pcs, rules, slices.Clone(dict), true
 }

@@ -43,3 +43,32 @@ func BenchmarkBuild(b *testing.B) {
 	b.ReportMetric(float64(t.Len()), "rows")
 	b.ReportMetric(float64(t.Bytes()), "table-bytes")
 }
+
+// BenchmarkLookup looks up addresses spread over libc's table, as the
+// unwinder does for every frame.
+func BenchmarkLookup(b *testing.B) {
+	f, err := elf.Open("/lib/x86_64-linux-gnu/libc.so.6")
+	if err != nil {
+		b.Skipf("no libc here: %v", err)
+	}
+	defer f.Close()
+	t, err := FromELF(f, nil, ELFOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := t.Rows()
+	pcs := make([]uint64, 0, 1024)
+	for i := 0; i < 1024; i++ {
+		pcs = append(pcs, rows[(i*7919)%len(rows)].PC+1)
+	}
+	b.ReportAllocs()
+	found := 0
+	for i := 0; b.Loop(); i++ {
+		if _, ok := t.Lookup(pcs[i%len(pcs)]); ok {
+			found++
+		}
+	}
+	if found == 0 {
+		b.Fatal("no address found")
+	}
+}
