@@ -202,17 +202,7 @@ func TestOffCPUSleep(t *testing.T) {
 // TestSaveWindowIntoStore is what the agent does every interval: one window
 // of a busy target lands in the store as pprof, folded and SVG.
 func TestSaveWindowIntoStore(t *testing.T) {
-	requireRoot(t)
-	bin := buildGoTarget(t)
-	cmd := startTarget(t, bin, "-mode", "cpu", "-duration", "30s")
-	cfg := Config{}
-	cfg.Profiler.FrequencyHz = 199
-	cfg.Profiler.PID = uint32(cmd.Process.Pid)
-	r, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := recordBusyTarget(t, Config{})
 	store, err := flamegraph.NewStore(flamegraph.StoreConfig{Dir: t.TempDir(), MaxWindows: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -242,22 +232,12 @@ func TestSaveWindowIntoStore(t *testing.T) {
 // after each window it writes (the agent returns the window's memory to
 // the OS there), and only then.
 func TestRunCallsAfterWindowOncePerWindow(t *testing.T) {
-	requireRoot(t)
-	bin := buildGoTarget(t)
-	cmd := startTarget(t, bin, "-mode", "cpu", "-duration", "30s")
 	store, err := flamegraph.NewStore(flamegraph.StoreConfig{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var stored []int // windows in the store at each call
-	cfg := Config{AfterWindow: func() { stored = append(stored, len(store.List())) }}
-	cfg.Profiler.FrequencyHz = 199
-	cfg.Profiler.PID = uint32(cmd.Process.Pid)
-	r, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := recordBusyTarget(t, Config{AfterWindow: func() { stored = append(stored, len(store.List())) }})
 	ctx, cancel := context.WithTimeout(t.Context(), 1700*time.Millisecond)
 	defer cancel()
 	if err := r.Run(ctx, store, 500*time.Millisecond); err != nil {
@@ -271,4 +251,20 @@ func TestRunCallsAfterWindowOncePerWindow(t *testing.T) {
 			t.Fatalf("call %d found %d windows stored, want %d (one call after each window is written): %v", i+1, n, i+1, stored)
 		}
 	}
+}
+
+// recordBusyTarget is a recorder under cfg sampling, at 199 Hz, a Go
+// target that spins for 30 s; it closes with the test.
+func recordBusyTarget(t *testing.T, cfg Config) *Recorder {
+	t.Helper()
+	requireRoot(t)
+	cmd := startTarget(t, buildGoTarget(t), "-mode", "cpu", "-duration", "30s")
+	cfg.Profiler.FrequencyHz = 199
+	cfg.Profiler.PID = uint32(cmd.Process.Pid)
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }
