@@ -141,20 +141,17 @@ func MallocSetInEnvironment(environ []string, variable, tunable string) bool {
 }
 
 // returnWindowMemory runs after each flame-graph window is written. A
-// window's symbolisation is the agent's one burst of allocation (reading
-// a new binary's symbols and unwind tables, building the profile), and the
-// runtime's scavenger returns what the burst left free only slowly, so the
-// process kept it as RSS from one window to the next. The burst also
-// walks code and constants nothing else uses (the symboliser, pprof and SVG
-// writers, and whatever pclntab the profile's Go frames looked up), which
-// stayed mapped: the read-only file pages are released again, as at start
-// (releaseFilePages), and what the agent uses faults back from the page
-// cache. Measured side by side (docs/footprint.md, "Returning a window's
-// memory"): 75–79 → 63 MiB at the end of a bench e2e agent run with the
-// collection, 66–67 → 61 MiB with the file pages too, the agent's CPU and
-// decide p99 within their spread. Once a window (a minute by default), a
-// forced collection and one read of /proc/self/smaps cost a few
-// milliseconds. It returns the file pages' resident bytes released.
+// window's symbolisation is the agent's one burst of allocation (a new
+// binary's symbols and unwind tables, the profile), which the runtime's
+// scavenger returns only slowly, and it walks code and constants nothing
+// else uses (the symboliser, the pprof and SVG writers, pclntab for the
+// profile's Go frames): both stayed resident from one window to the next.
+// So the free heap is returned and the read-only file pages are released
+// again, as at start (releaseFilePages); what the agent goes on using
+// faults back from the page cache. Once a window (a minute by default) it
+// costs a forced collection and one read of /proc/self/smaps, a few
+// milliseconds (docs/footprint.md, "Returning a window's memory"). It
+// returns the file pages' resident bytes released.
 func returnWindowMemory() int64 {
 	debug.FreeOSMemory()
 	released, _ := releaseFilePages()

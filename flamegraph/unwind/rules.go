@@ -65,10 +65,6 @@ type Row struct {
 	PLTThreshold uint8
 }
 
-func (r Row) sameRule(o Row) bool {
-	return r.CFAOff == o.CFAOff && r.RBPOff == o.RBPOff && r.Kind == o.Kind && r.PLTThreshold == o.PLTThreshold
-}
-
 // Register rules the unwinder distinguishes.
 type ruleKind uint8
 
@@ -108,8 +104,7 @@ type interp struct {
 	c       *cie
 	initial cfaState // after the CIE's initial instructions (DW_CFA_restore)
 	// rows are packed as they are emitted, relative to base (the first
-	// row's PC; rows come in address order): held as Rows while the
-	// table was built, they took twice the table's size again.
+	// row's PC; rows come in address order).
 	rows    rowChunks
 	base    uint64
 	maxRows int

@@ -44,8 +44,6 @@ func (r rule) row(pc uint64) Row {
 	return Row{PC: pc, CFAOff: r.cfaOff, RBPOff: r.rbpOff, Kind: r.kind, PLTThreshold: r.pltThreshold}
 }
 
-func (p packedRow) row(base uint64) Row { return p.rule.row(base + uint64(p.pc)) }
-
 // rowBytes is the size of one row in a built table, ruleBytes of one rule
 // in its dictionary.
 const (
@@ -211,7 +209,7 @@ func (in *interp) emitRow(row Row) error {
 		if last.pc == p.pc {
 			*last = p
 			return nil
-		} else if last.row(in.base).sameRule(row) {
+		} else if last.rule == p.rule {
 			return nil
 		}
 	}
