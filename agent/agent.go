@@ -150,7 +150,7 @@ func New(cfg Config) (a *Agent, err error) {
 		a.log.Info("token file reloaded", "path", cfg.TokenFile)
 	}
 
-	pcfg := policy.Config{Device: cfg.Device, LibraryPath: cfg.ORTLibrary, Logger: cfg.Logger}
+	pcfg := policy.Config{Device: cfg.Device, LibraryPath: cfg.ORTLibrary, MaxBatch: ModelMaxBatch, Logger: cfg.Logger}
 	var sess *policy.Session
 	if cfg.ModelPath != "" {
 		sess, err = policy.LoadFile(cfg.ModelPath, pcfg)

@@ -112,6 +112,17 @@ const DefaultMallocArenas = 2
 // Batch-1 decisions allocate far below it: the hot path makes no mmap.
 const DefaultMallocMmapThreshold = 256 << 10
 
+// ModelMaxBatch is the most states the agent passes to one ONNX Runtime
+// call (policy.Config.MaxBatch; a batch of the batcher or a table's cells
+// are split). A call's largest buffer, a hidden layer of every member (192
+// floats a row for the default model: 96 KiB at 128 rows), then stays under
+// DefaultMallocMmapThreshold and is reused from the arena; a call over
+// 1,024 cells mapped, faulted in and unmapped megabytes each time, which
+// made a decision table's refresh seven times dearer per cell
+// (BenchmarkTableEvaluation) and the agent's CPU under the e2e load with
+// local decisions 5 points of a core higher (docs/footprint.md).
+const ModelMaxBatch = 128
+
 // applyMallocMmapThreshold fixes the C heap's mmap threshold at bytes
 // unless the environment sets it (MALLOC_MMAP_THRESHOLD_, or the
 // glibc.malloc.mmap_threshold tunable: the operator's word wins); set

@@ -44,6 +44,36 @@ func TestSessionMatchesForward(t *testing.T) {
 	}
 }
 
+// A Decide longer than Config.MaxBatch is split into calls of at most
+// that many states, and answers as the Go forward pass does.
+func TestSessionSplitsAtMaxBatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	m := randomMLP(rng, 32)
+	s, err := LoadBytes(mustMarshal(t, m, testMetadata("split")), Config{Device: DeviceCPU, MaxBatch: 7})
+	if err != nil {
+		t.Fatalf("LoadBytes: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if s.maxBatch != 7 {
+		t.Fatalf("session batch cap %d, want the configured 7", s.maxBatch)
+	}
+	states := randomStates(rng, 30)
+	got, want := make([]Decision, len(states)), make([]Decision, len(states))
+	if err := s.Decide(states, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewGoDecider(m, testMetadata("split")).Decide(states, want); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		for a := range got[i].Q {
+			if d := math.Abs(float64(got[i].Q[a] - want[i].Q[a])); d >= 1e-5 {
+				t.Fatalf("state %d action %d: ORT %v, Go %v", i, a, got[i].Q[a], want[i].Q[a])
+			}
+		}
+	}
+}
+
 // TestSessionConcurrentDecide runs callers of mixed batch sizes at once;
 // every answer must match the Go forward pass, and Close must wait.
 func TestSessionConcurrentDecide(t *testing.T) {
