@@ -104,12 +104,13 @@ const DefaultMallocArenas = 2
 // the C heap: every allocation of 256 KiB or more is an mmap of its own,
 // unmapped when freed. glibc's own threshold starts at 128 KiB and rises
 // to the largest block freed (up to 32 MiB), after which such blocks come
-// from the arenas, which keep them as free chunks. The decision table's
-// refresh runs the model over every cell in batches of hundreds, whose
-// buffers are megabytes; under the e2e load with local decisions the C
-// heap kept 33–38 MB of free chunks beside 8.5 MB in use, and with the
-// threshold fixed 4 MB (docs/footprint.md, "The C heap's free chunks").
-// Batch-1 decisions allocate far below it: the hot path makes no mmap.
+// from the arenas, which keep them as free chunks. When the table's
+// refresh ran the model over up to 1,024 cells a call, whose buffers are
+// megabytes, the C heap under the e2e load with local decisions kept
+// 33–38 MB of free chunks beside 8.5 MB in use, and with the threshold
+// fixed 4 MB (docs/footprint.md, "The C heap's free chunks"). The model's
+// calls now stay under it (ModelMaxBatch), so it bounds what else is
+// large: a model load, a caller's own big batch.
 const DefaultMallocMmapThreshold = 256 << 10
 
 // ModelMaxBatch is the most states the agent passes to one ONNX Runtime
