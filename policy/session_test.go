@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -61,6 +62,19 @@ func TestSessionSplitsAtMaxBatch(t *testing.T) {
 	got, want := make([]Decision, len(states)), make([]Decision, len(states))
 	if err := s.Decide(states, got); err != nil {
 		t.Fatal(err)
+	}
+	// ORT ran the calls' batch classes and no larger one: 7, 7, 7, 7 and 2
+	// states run as 8, 8, 8, 8 and 2 rows (batchClass), where one call of
+	// 30 would have run 32.
+	s.tensors.mu.Lock()
+	ran := make([]int, 0, len(s.tensors.free))
+	for rows := range s.tensors.free {
+		ran = append(ran, rows)
+	}
+	s.tensors.mu.Unlock()
+	slices.Sort(ran)
+	if !slices.Equal(ran, []int{2, 8}) {
+		t.Fatalf("ORT ran batches of %v rows, want [2 8]", ran)
 	}
 	if err := NewGoDecider(m, testMetadata("split")).Decide(states, want); err != nil {
 		t.Fatal(err)
