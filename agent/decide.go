@@ -79,6 +79,7 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 		// The priority served is the guard's: the model's where it is sure.
 		level := a.guardDecide(p, &out[i])
 		p.action = uint8(level)
+		a.asm.ObserveLevel(now, level, costs[i])
 		q := qs[i*policy.NumActions : (i+1)*policy.NumActions : (i+1)*policy.NumActions]
 		copy(q, out[i].Q[:])
 		// The id comes back in the field(s) it came in (wire.TaskID's rule).
@@ -255,12 +256,20 @@ func (a *Agent) refreshNode(now time.Time) {
 		Epoch: a.epoch.Add(1), UnixNano: now.UnixNano(), Features: vec[:], Sources: n.features.Sources(),
 		RunqP50Us: float32(orZero(n.inputs.RunqP50Us)), RunqP99Us: float32(orZero(n.inputs.RunqP99Us)),
 		QueueLen: uint32(qlen), QueueCap: uint32(a.asm.Workers()), CpuUtil: float32(orZero(n.inputs.CPUUtil)),
-		Node: a.cfg.NodeName, BackgroundReserve: float32(policy.Reserve(&vec, a.asm.Slowdown())),
+		Node: a.cfg.NodeName, BackgroundReserve: float32(a.reserve(&vec, now)),
 	}
 	if a.model != nil {
 		n.wire.Model = a.model.Version()
 	}
 	a.node.Store(n)
+}
+
+// reserve is the background reserve the agent sends for the node state
+// vec (policy.ServedReserve): policy.Reserve of the state and the work's
+// slowdown, a contended one sized to the foreground's recent load unless
+// the run queue says the CPUs are oversubscribed.
+func (a *Agent) reserve(vec *policy.State, now time.Time) float64 {
+	return policy.ServedReserve(vec, a.asm.Slowdown(), a.asm.ForegroundWorkers(now), a.asm.Workers())
 }
 
 // knownOrZero is x, or 0 when it is unknown (NaN, infinite, negative).

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,16 +14,16 @@ import (
 // service times: an agent whose kernel says nothing (no eBPF) raises the
 // background reserve once the reported tasks ran twice their described
 // cost, and lowers it again once a window of tasks ran as described. The
-// reserve travels in the node state and in every decide answer.
+// reserve travels in the node state and in every decide answer. On two
+// workers the contended reserve, sized to the foreground, is one of them
+// whatever the foreground: a model that answers 4 keeps one.
 func TestReportedSlowdownMovesTheBackgroundReserve(t *testing.T) {
-	ta := startAgent(t, Config{NoEBPF: true})
+	ta := foregroundAgent(t, 2)
 	cl := ta.dial(t)
 	ctx := context.Background()
 	reserveIs := func(want float64, what string) {
 		t.Helper()
-		waitFor(t, 5*time.Second, what, func() bool {
-			return float64(ta.State().GetBackgroundReserve()) == want
-		})
+		stateReserveIs(t, ta, want, what)
 		resp, err := cl.DecideRemote(ctx, tasks(10_000, 1))
 		if err != nil {
 			t.Fatal(err)
@@ -61,4 +62,62 @@ func TestReportedSlowdownMovesTheBackgroundReserve(t *testing.T) {
 		t.Fatalf("slowdown after a window of tasks at their cost: %v, want 1", got)
 	}
 	reserveIs(policy.CalmReserve, "calm reserve at slowdown 1")
+}
+
+// On a contended node the reserve is sized to the foreground's recent
+// load (policy.SizeReserve): with the slowdown at 2 on eight workers, the
+// contended half while a second's foreground work is heavy, the calm
+// quarter once no foreground task has been decided for a second, and three
+// of eight for half a worker of foreground work.
+func TestContendedReserveIsSizedToTheForeground(t *testing.T) {
+	ta := foregroundAgent(t, 8)
+	cl := ta.dial(t)
+	ctx := context.Background()
+	// 2 000 ms of foreground work (every task at 4), each ran twice its cost.
+	ts := make([]*wire.Task, policy.MinSlowdownSamples)
+	outs := make([]*wire.Outcome, len(ts))
+	for i := range ts {
+		ts[i] = &wire.Task{Id: uint64(i + 1), Class: "scoring", SlaMs: 1000, CostMs: 2000 / float32(len(ts))}
+		svc := 2 * ts[i].CostMs
+		outs[i] = &wire.Outcome{Id: ts[i].Id, LatencyMs: svc, ServiceMs: svc, SlaMet: true}
+	}
+	if _, err := cl.Decide(ctx, ts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.ReportOutcomes(ctx, outs); err != nil {
+		t.Fatal(err)
+	}
+	stateReserveIs(t, ta, policy.ContendedReserve, "a heavy foreground at slowdown 2: the contended half")
+	stateReserveIs(t, ta, policy.CalmReserve, "no foreground for a second at slowdown 2: the calm quarter")
+	if got := ta.asm.Slowdown(); got != 2 {
+		t.Fatalf("slowdown %v, want 2 still", got)
+	}
+	// 500 ms of foreground work: 0.5 workers × slowdown 2 × 3 = 3 of 8.
+	half := make([]*wire.Task, 25)
+	for i := range half {
+		half[i] = &wire.Task{Id: uint64(1_000 + i), Class: "scoring", SlaMs: 1000, CostMs: 20}
+	}
+	if _, err := cl.Decide(ctx, half); err != nil {
+		t.Fatal(err)
+	}
+	stateReserveIs(t, ta, 3.0/8, "half a worker of foreground at slowdown 2: three of eight")
+}
+
+// foregroundAgent is an agent on workers workers whose kernel says nothing
+// (no eBPF) and whose model answers 4 to every task, unguarded: all of its
+// decisions are foreground.
+func foregroundAgent(t *testing.T, workers int) *testAgent {
+	t.Helper()
+	model := filepath.Join(t.TempDir(), "model.onnx")
+	writeModel(t, model, alwaysMLP(4), "always-4")
+	return startAgent(t, Config{NoEBPF: true, Workers: workers, ModelPath: model, Guard: GuardNone})
+}
+
+// stateReserveIs waits until the agent's node state carries the reserve
+// want.
+func stateReserveIs(t *testing.T, ta *testAgent, want float64, what string) {
+	t.Helper()
+	waitFor(t, 5*time.Second, what, func() bool {
+		return float64(ta.State().GetBackgroundReserve()) == want
+	})
 }

@@ -66,6 +66,9 @@ func (a *Agent) ReportLocal(ctx context.Context, ds []*wire.LocalDecision) (int,
 		if level := a.guardDecide(p, &decs[i]); level != int(p.action) {
 			a.table.m.changed.Inc()
 		}
+		// The level the client served, dated at the report (the
+		// decision's own date may lie behind the load's window).
+		a.asm.ObserveLevel(now, int(p.action), p.costMs)
 		evicted, replaced := a.tracker.add(p, nil)
 		for _, ev := range evicted {
 			a.timedOut(ev, now)

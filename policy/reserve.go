@@ -30,6 +30,10 @@ import "math"
 // calm whatever the kernel says.
 // Chosen on generated scenarios only (docs/policy.md, "The background
 // reserve"); the shared scenarios were reported on, not chosen on.
+//
+// What the agent sends is ServedReserve (foreground.go): this rule, with a
+// contended half sized down to the foreground it protects where the run
+// queue does not say the CPUs are oversubscribed.
 const (
 	// CalmReserve is the share held back on a calm node: one worker in
 	// four, none on nodes with fewer than four workers.

@@ -14,16 +14,19 @@ type Reserver interface {
 	Reserve(v *NodeView) float64
 }
 
-// Reserve implements Reserver: the reserve of the state the network sees.
-func (p *GuardedPolicy) Reserve(v *NodeView) float64 { return seenReserve(v, blindTo(p.Decider)) }
+// Reserve implements Reserver: the reserve of the state the network sees,
+// sized to the foreground as the agent sizes it.
+func (p *GuardedPolicy) Reserve(v *NodeView) float64 { return servedReserve(v, blindTo(p.Decider)) }
 
 // Reserve implements Reserver, as GuardedPolicy's.
-func (p *DeciderPolicy) Reserve(v *NodeView) float64 { return seenReserve(v, blindTo(p.Decider)) }
+func (p *DeciderPolicy) Reserve(v *NodeView) float64 { return servedReserve(v, blindTo(p.Decider)) }
 
 // Reserve implements Reserver: the trainer's episodes and checkpoint
-// validation run under the reserve the agent serves, so a network learns
-// the executor it will be served with (training and serving share
-// policy.Reserve, as they share policy.Vector).
+// validation run under the reserve the agent served when the shipped model
+// was trained (policy.Reserve, unsized), so that `make model` rebuilds it
+// bit for bit; training and serving share policy.Reserve, as they share
+// policy.Vector. The served reserve is sized to the foreground
+// (servedReserve).
 func (p *MLPPolicy) Reserve(v *NodeView) float64 { return seenReserve(v, nil) }
 
 // Reserve implements Reserver: blind to the kernel, as it decides.
@@ -41,6 +44,16 @@ func seenReserve(v *NodeView, off []int) float64 {
 	st := v.State
 	neutralise(&st, off)
 	return policy.Reserve(&st, v.Slowdown)
+}
+
+// servedReserve is the reserve the agent serves (policy.ServedReserve) of
+// the node as a policy blind to the features off sees it: seenReserve's,
+// a contended one sized to the foreground's recent load where the run
+// queue does not say the CPUs are oversubscribed.
+func servedReserve(v *NodeView, off []int) float64 {
+	st := v.State
+	neutralise(&st, off)
+	return policy.ServedReserve(&st, v.Slowdown, v.ForegroundWorkers, v.Workers)
 }
 
 // blindTo is the features d decides without: an AblatedDecider's, else

@@ -72,6 +72,83 @@ func TestModelRowsAskForTheReserveOfWhatTheySee(t *testing.T) {
 	}
 }
 
+// The served rows (the agent's policy) size a contended reserve to the
+// foreground's recent load, as the agent does, where the run queue does
+// not say the CPUs are oversubscribed; blind to the kernel, always. The
+// trainer's network asks for the unsized one it was trained under, so
+// that `make model` rebuilds the shipped model.
+func TestServedRowsSizeTheContendedReserveToTheForeground(t *testing.T) {
+	v := &NodeView{State: policy.Neutral, Slowdown: 2, Workers: 8}
+	sess := policy.NewGoDecider(constNet([policy.NumActions]float32{4: 1}), policy.CurrentMetadata("test", ""))
+	served := &DeciderPolicy{Label: "dqn", Decider: sess}
+	trainer := &MLPPolicy{Label: "trainer", Net: constNet([policy.NumActions]float32{4: 1})}
+	for _, c := range []struct {
+		fg, want float64
+	}{{0, policy.CalmReserve}, {0.5, 3.0 / 8}, {4, policy.ContendedReserve}} {
+		v.ForegroundWorkers = c.fg
+		if got := served.Reserve(v); got != c.want {
+			t.Errorf("served, foreground %v workers: %v, want %v", c.fg, got, c.want)
+		}
+		if got := trainer.Reserve(v); got != policy.ContendedReserve {
+			t.Errorf("trainer, foreground %v workers: %v, want the unsized %v", c.fg, got, policy.ContendedReserve)
+		}
+	}
+	in := policy.Inputs{RunqP99Us: 5 * policy.ContendedRunqP99Us, SLAMs: 20, CostMs: 2}
+	v.State, v.ForegroundWorkers = policy.Vector(&in), 0
+	blind := &DeciderPolicy{Label: "dqn-ablated", Decider: &AblatedDecider{Decider: sess, Off: policy.KernelFeatures}}
+	if got := served.Reserve(v); got != policy.ContendedReserve {
+		t.Errorf("served, a long run queue, no foreground: %v, want the half %v", got, policy.ContendedReserve)
+	}
+	if got := blind.Reserve(v); got != policy.CalmReserve {
+		t.Errorf("blind to the kernel, no foreground: %v, want the sized %v", got, policy.CalmReserve)
+	}
+}
+
+// The simulator tells the policy the foreground's load, the task being
+// decided included: the described cost of the tasks that arrived in the
+// last second (to its 50 ms buckets), over a second.
+func TestSimulatorShowsTheForegroundsLoad(t *testing.T) {
+	sc := mustParseScenario(t, `{"name":"fg","seed":3,"duration_s":4,"workers":8,
+	 "arrival":{"process":"poisson","rate_per_s":50},
+	 "classes":[{"name":"a","share":1,"sla_ms":1000,"cost_ms":{"dist":"constant","value":10}}]}`)
+	p := &foregroundSeen{}
+	out, err := Run(sc, p, SimConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.seen) != len(out) || len(out) < 150 {
+		t.Fatalf("%d reserves asked for %d tasks, want one per task", len(p.seen), len(out))
+	}
+	for i := range out {
+		now := out[i].ArrivalMs
+		var most, least float64 // the work of the last 1000 ms, and of the last 950
+		for j := 0; j <= i; j++ {
+			if age := now - out[j].ArrivalMs; age < policy.ForegroundLoadWindowMs {
+				most += out[j].ExpectedMs
+				if age < policy.ForegroundLoadWindowMs-50 {
+					least += out[j].ExpectedMs
+				}
+			}
+		}
+		if fg := p.seen[i] * policy.ForegroundLoadWindowMs; fg < least-1e-9 || fg > most+1e-9 {
+			t.Fatalf("task %d at %.1f ms: foreground %.1f ms of work, want %.1f to %.1f", i, now, fg, least, most)
+		}
+	}
+}
+
+// foregroundSeen serves every task at level 1 and records the foreground
+// load it is shown.
+type foregroundSeen struct{ seen []float64 }
+
+func (p *foregroundSeen) Name() string { return "foreground-seen" }
+func (p *foregroundSeen) Assign(t *Task, _ *NodeView) (int, float64, error) {
+	return 1, t.DeadlineMs(), nil
+}
+func (p *foregroundSeen) Reserve(v *NodeView) float64 {
+	p.seen = append(p.seen, v.ForegroundWorkers)
+	return policy.CalmReserve
+}
+
 // slowdownSeen serves every task at level 1 and asks for the reserve of
 // what it sees, as the model rows do, recording the slowdowns it was shown.
 type slowdownSeen struct {

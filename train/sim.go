@@ -161,6 +161,9 @@ type simulator struct {
 	// reserve is the share of the workers background work leaves free:
 	// the latest decision's (Reserver), else policy.CalmReserve.
 	reserve float64
+	// fg is the foreground's recent load (policy.ForegroundLoad): what a
+	// served policy sizes a contended reserve to.
+	fg policy.ForegroundLoad
 }
 
 func newSimulator(sc *Scenario, cfg SimConfig, seed int64) *simulator {
@@ -267,6 +270,8 @@ func (s *simulator) arrive(i int, p Policy) error {
 		key = math.Inf(1)
 	}
 	o.Level, o.Key = level, key
+	s.fg.Add(s.now, level, o.ExpectedMs)
+	s.view.ForegroundWorkers = s.fg.Workers(s.now)
 	if r, ok := p.(Reserver); ok {
 		s.reserve = r.Reserve(&s.view)
 	}
@@ -376,6 +381,10 @@ type NodeView struct {
 	// finished tasks ran (policy.SlowdownWindow; NaN until enough have):
 	// what gates the background reserve a Reserver asks for.
 	Slowdown float64
+	// ForegroundWorkers is the foreground's recent load, the decision
+	// being made included (policy.ForegroundLoad.Workers): what a served
+	// policy sizes a contended reserve to (policy.SizeReserve).
+	ForegroundWorkers float64
 
 	freeTimes []float64
 }

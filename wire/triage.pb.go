@@ -295,11 +295,12 @@ type DecideResponse struct {
 	Model      string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`                              // version of the model that decided
 	StateEpoch uint64                 `protobuf:"varint,4,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"` // node-state snapshot the decisions used
 	// Share of the executor's workers that background work (priority 0)
-	// must leave free now, from the agent's latest node state (0.25 calm,
-	// 0.5 while recent tasks ran at least 1.25 times their cost_ms, or,
-	// before any reported a service_ms, while the run-queue p99 is 1 ms or
-	// more; 0 = not sent, an agent from before it). docs/endpoint.md, "The
-	// background reserve".
+	// must leave free now, from the agent's latest node state (0.25 calm;
+	// while recent tasks ran at least 1.25 times their cost_ms, or, before
+	// any reported a service_ms, while the run-queue p99 is 1 ms or more:
+	// 0.5, or down to 0.25 sized to the foreground's recent load where the
+	// run queue is short; 0 = not sent, an agent from before it).
+	// docs/endpoint.md, "The background reserve".
 	BackgroundReserve float32 `protobuf:"fixed32,5,opt,name=background_reserve,json=backgroundReserve,proto3" json:"background_reserve,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache

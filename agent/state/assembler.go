@@ -58,8 +58,11 @@ type Assembler struct {
 	slowdown policy.SlowdownWindow
 	// slas holds the SLAs of the recently decided tasks, under waitsMu:
 	// feature 20 (policy.SLAWindow).
-	slas  policy.SLAWindow
-	start time.Time // the clock of waits
+	slas policy.SLAWindow
+	// fg is the foreground's recent load, under waitsMu: what the
+	// background reserve is sized to (policy.SizeReserve).
+	fg    policy.ForegroundLoad
+	start time.Time // the clock of waits and fg
 }
 
 // NewAssembler returns an Assembler with cfg's defaults filled in.
@@ -101,6 +104,23 @@ func (a *Assembler) ObserveDecided(slaMs float64) {
 	a.waitsMu.Lock()
 	a.slas.Add(slaMs)
 	a.waitsMu.Unlock()
+}
+
+// ObserveLevel records one task decided at now at level, whose expected
+// cost is costMs: the foreground's load (ForegroundWorkers) counts it when
+// level is 1 or more.
+func (a *Assembler) ObserveLevel(now time.Time, level int, costMs float64) {
+	a.waitsMu.Lock()
+	a.fg.Add(a.ms(now), level, costMs)
+	a.waitsMu.Unlock()
+}
+
+// ForegroundWorkers is the foreground's load at now, in workers
+// (policy.ForegroundLoad.Workers).
+func (a *Assembler) ForegroundWorkers(now time.Time) float64 {
+	a.waitsMu.Lock()
+	defer a.waitsMu.Unlock()
+	return a.fg.Workers(a.ms(now))
 }
 
 // Slowdown is how much slower than described the recently finished tasks

@@ -1,0 +1,116 @@
+package policy
+
+import "math"
+
+// ForegroundLoad is the foreground's recent offered load: the expected cost
+// of the tasks decided at priorities 1–4 over the last
+// ForegroundLoadWindowMs, per millisecond, which is how many workers that
+// work keeps busy at its described cost. It sizes the contended background
+// reserve (SizeReserve). The agent (every task it decides, and every local
+// decision a client reports) and the simulator (every arrival) keep one
+// each. It sums into fixed time buckets, so its memory does not grow with
+// the task rate. The zero value is empty and ready; it is not safe for
+// concurrent use.
+type ForegroundLoad struct {
+	sums   [foregroundBuckets]float64
+	ids    [foregroundBuckets]int64 // which bucket of the clock each slot holds
+	latest int64                    // the latest bucket added to
+}
+
+const (
+	// ForegroundLoadWindowMs is the span the load is measured over: long
+	// enough to hold many foreground tasks at the rates a reserve matters
+	// for, short enough to follow a burst.
+	ForegroundLoadWindowMs = 1000
+	foregroundBuckets      = 20
+	foregroundBucketMs     = ForegroundLoadWindowMs / foregroundBuckets
+)
+
+// Add records one task decided at nowMs (ms on a clock that starts at 0)
+// at level, whose expected cost is expectedMs. Background tasks (level 0),
+// costs that are not finite and positive, and times already out of the
+// window of the latest one added add nothing.
+func (f *ForegroundLoad) Add(nowMs float64, level int, expectedMs float64) {
+	if level < 1 || !knownPositive(expectedMs) || !onClock(nowMs) {
+		return
+	}
+	id := int64(nowMs / foregroundBucketMs)
+	if id <= f.latest-foregroundBuckets {
+		return // its slot holds a newer bucket now
+	}
+	f.latest = max(f.latest, id)
+	slot := id % foregroundBuckets
+	if f.ids[slot] != id {
+		f.ids[slot], f.sums[slot] = id, 0
+	}
+	f.sums[slot] += expectedMs
+}
+
+// Workers is the foreground's load at nowMs: the expected work decided at
+// priorities 1–4 in the window that ends there, over the window's length.
+func (f *ForegroundLoad) Workers(nowMs float64) float64 {
+	if !onClock(nowMs) {
+		return 0
+	}
+	id := int64(nowMs / foregroundBucketMs)
+	sum := 0.0
+	for i, b := range f.ids {
+		if b <= id && b > id-foregroundBuckets {
+			sum += f.sums[i]
+		}
+	}
+	return sum / ForegroundLoadWindowMs
+}
+
+// onClock is whether t is a time the load can be read at: finite, not
+// before the clock's start.
+func onClock(t float64) bool { return t >= 0 && !math.IsInf(t, 1) }
+
+// ServedReserve is the reserve the agent sends for a node whose state is s
+// (the node's part of a state vector), whose recent tasks ran slowdown
+// times their described cost and whose foreground kept foregroundWorkers
+// of its workers busy (ForegroundLoad.Workers): Reserve, with a contended
+// share sized to the foreground (SizeReserve) unless the run queue says
+// the CPUs are oversubscribed (its p99 at ContendedRunqP99Us or more).
+// There every runnable worker slows every other one, the urgent ones
+// included, and holding half of them back pays by itself; elsewhere (the
+// disk, a neighbour on other CPUs, a slowdown the kernel does not show)
+// the half only starves the background.
+func ServedReserve(s *State, slowdown, foregroundWorkers float64, workers int) float64 {
+	share := Reserve(s, slowdown)
+	if s[FeatRunqP99] >= contendedRunqFeature {
+		return share
+	}
+	return SizeReserve(share, foregroundWorkers, slowdown, workers)
+}
+
+// ForegroundHeadroom is how many times the foreground's load, stretched by
+// the node's slowdown, a contended node holds back from background work.
+const ForegroundHeadroom = 3
+
+// SizeReserve sizes a contended reserve (Reserve's ContendedReserve) to
+// the foreground that needs it: ForegroundHeadroom times the foreground's
+// load in workers (ForegroundLoad.Workers) stretched by the slowdown (1
+// while unknown or under 1), rounded up to whole workers, and never under
+// CalmReserve nor over ContendedReserve. A calm share is returned as it
+// is.
+//
+// Why: half of a contended node's workers held back protects urgent work
+// from long background tasks, but where the urgent work is a sliver of the
+// node (a 20 ms class of 2 ms tasks beside a 200 ms class the policy sends
+// to the background) the half starves the background, which the policy
+// then cannot rescue without lifting that class beside the urgent one.
+// ServedReserve applies it where the CPUs are not oversubscribed.
+// Chosen on generated scenarios only (docs/policy.md, "A reserve sized to
+// the foreground").
+func SizeReserve(share, foregroundWorkers, slowdown float64, workers int) float64 {
+	if share < ContendedReserve || workers <= 0 || !(foregroundWorkers >= 0) || math.IsInf(foregroundWorkers, 0) {
+		return share
+	}
+	s := slowdown
+	if !(s >= 1) {
+		s = 1
+	}
+	need := math.Ceil(foregroundWorkers * s * ForegroundHeadroom)
+	return math.Max(CalmReserve, math.Min(ContendedReserve, need/float64(workers)))
+}
