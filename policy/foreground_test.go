@@ -30,9 +30,10 @@ func TestForegroundLoadCountsTheForegroundOverItsWindow(t *testing.T) {
 		t.Fatalf("a second after both: %v workers, want 0", got)
 	}
 	// A time already out of the window of the latest one added would
-	// land in a slot a newer bucket holds: it is not counted.
+	// land in the slot a newer bucket holds (620 ms and 1,600 ms share
+	// one) and wipe it: it is not counted, and the newer bucket stays.
 	f.Add(1_600, 2, 100)
-	f.Add(100, 2, 1_000)
+	f.Add(620, 2, 1_000)
 	if got := f.Workers(1_600); math.Abs(got-0.1) > 1e-12 {
 		t.Fatalf("after a late, stale add: %v workers, want 0.1", got)
 	}

@@ -58,14 +58,10 @@ func TestSessionSplitsAtMaxBatch(t *testing.T) {
 	if s.maxBatch != 7 {
 		t.Fatalf("session batch cap %d, want the configured 7", s.maxBatch)
 	}
-	states := randomStates(rng, 30)
-	got, want := make([]Decision, len(states)), make([]Decision, len(states))
-	if err := s.Decide(states, got); err != nil {
-		t.Fatal(err)
-	}
-	// ORT ran the calls' batch classes and no larger one: 7, 7, 7, 7 and 2
-	// states run as 8, 8, 8, 8 and 2 rows (batchClass), where one call of
-	// 30 would have run 32.
+	checkAgainstForward(t, s, m) // one Decide of 64 states
+	// ORT ran the calls' batch classes and no larger one: nine calls of 7
+	// states and one of 1 run as 8 and 1 rows (batchClass), where one call
+	// of 64 would have run 64.
 	s.tensors.mu.Lock()
 	ran := make([]int, 0, len(s.tensors.free))
 	for rows := range s.tensors.free {
@@ -73,18 +69,8 @@ func TestSessionSplitsAtMaxBatch(t *testing.T) {
 	}
 	s.tensors.mu.Unlock()
 	slices.Sort(ran)
-	if !slices.Equal(ran, []int{2, 8}) {
-		t.Fatalf("ORT ran batches of %v rows, want [2 8]", ran)
-	}
-	if err := NewGoDecider(m, testMetadata("split")).Decide(states, want); err != nil {
-		t.Fatal(err)
-	}
-	for i := range got {
-		for a := range got[i].Q {
-			if d := math.Abs(float64(got[i].Q[a] - want[i].Q[a])); d >= 1e-5 {
-				t.Fatalf("state %d action %d: ORT %v, Go %v", i, a, got[i].Q[a], want[i].Q[a])
-			}
-		}
+	if !slices.Equal(ran, []int{1, 8}) {
+		t.Fatalf("ORT ran batches of %v rows, want [1 8]", ran)
 	}
 }
 
