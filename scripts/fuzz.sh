@@ -43,12 +43,48 @@ echo "fuzz: ${#targets[@]} targets, ${fuzztime} each"
 
 cache=$(go env GOCACHE)/fuzz
 failed=()
+raced=()
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+# fuzz_one fuzzes one target: 0 when nothing was found, 2 when it failed
+# with Go's deadline race alone (no new input in testdata/fuzz/<Target>/,
+# "context deadline exceeded" the failure), 1 for any other failure.
+fuzz_one() {
+	local pkg=$1 name=$2 dir before after
+	dir=$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$name
+	before=$(find "$dir" -type f 2>/dev/null | sort)
+	if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$mintime" "${parallel[@]}" "$pkg" 2>&1 | tee "$out"; then
+		return 0
+	fi
+	after=$(find "$dir" -type f 2>/dev/null | sort)
+	if [[ "$before" == "$after" ]] && grep -q '^    context deadline exceeded$' "$out" && ! grep -q -e '^panic:' -e 'Failing input written' "$out"; then
+		return 2
+	fi
+	return 1
+}
 for t in "${targets[@]}"; do
 	read -r pkg name <<<"$t"
 	echo "== $pkg $name"
-	if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$mintime" "${parallel[@]}" "$pkg"; then
-		failed+=("$pkg $name")
-	fi
+	# Go before 1.27 can fail a target with a bare "context deadline
+	# exceeded" as -fuzztime ends, writing no input: a race in its fuzzing
+	# coordinator (go.dev/issue/75804), not a finding. Such a run is tried
+	# once more; a second one is reported as that race, not as a failure.
+	# A run that writes an input always fails.
+	for try in 1 2; do
+		rc=0
+		fuzz_one "$pkg" "$name" || rc=$?
+		if [[ $rc -eq 2 && $try -eq 1 ]]; then
+			echo "fuzz: $pkg $name: Go's fuzztime deadline race (no input written); once more"
+			continue
+		fi
+		case $rc in
+		0) ;;
+		2) raced+=("$pkg $name") ;;
+		*) failed+=("$pkg $name") ;;
+		esac
+		break
+	done
 	if [[ "${FUZZSAVE:-}" == 1 && -d "$cache/$pkg/$name" ]]; then
 		dir=$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$name
 		mkdir -p "$dir"
@@ -65,5 +101,9 @@ if [[ ${#failed[@]} -gt 0 ]]; then
 	printf '  %s\n' "${failed[@]}" >&2
 	echo "the failing inputs are in each package's testdata/fuzz/<Target>/ (git status shows them)" >&2
 	exit 1
+fi
+if [[ ${#raced[@]} -gt 0 ]]; then
+	echo "fuzz: twice ended by Go's fuzztime deadline race with no input written (go.dev/issue/75804; not a finding):" >&2
+	printf '  %s\n' "${raced[@]}" >&2
 fi
 echo "fuzz: all ${#targets[@]} targets ran ${fuzztime} without a failure"
