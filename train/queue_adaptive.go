@@ -49,18 +49,41 @@ func newAdaptiveQueue(out *[]Outcome, workers int, slowdown func() float64) *ada
 }
 
 // byCostTimesRootSLA is the crowded order: expected cost times the square
-// root of the SLA, smallest first. Among tasks of one SLA it is shortest
-// first, which finishes the most of them; across SLAs it keeps a short task
-// of a loose SLA behind a longer one of a tight SLA (30 ms of a 2 s SLA,
-// 1,342, behind 60 ms of a 200 ms one, 849), which plain shortest first
-// would not. Chosen over plain expected cost on generated scenarios and the
-// project's files (docs/policy.md, "The order within a level").
+// root of the SLA, smallest first, in classes of a factor of two; within a
+// class earliest deadline first, then shortest. Across work of different
+// scales it is shortest first, which finishes the most tasks under
+// overload, and keeps a short task of a loose SLA behind a longer one of a
+// tight SLA (30 ms of a 2 s SLA, 1,342, behind 60 ms of a 200 ms one,
+// 849), which plain shortest first would not. Among comparable work (one
+// class's tasks, whose described costs scatter around their median)
+// shortest first lets a fresh task overtake an older one until the older
+// can no longer make its deadline; deadline order serves the older while
+// it still can. Chosen on generated scenarios and the project's files
+// (docs/policy.md, "The order within a level" and "Deadline order among
+// comparable work").
 func byCostTimesRootSLA(x, y *Outcome) bool {
-	a, b := x.ExpectedMs*math.Sqrt(x.SLAMs), y.ExpectedMs*math.Sqrt(y.SLAMs)
+	a, b := costClass(x), costClass(y)
 	if a != b {
 		return a < b
 	}
+	if dx, dy := x.DeadlineMs(), y.DeadlineMs(); dx != dy {
+		return dx < dy
+	}
+	if x.ExpectedMs != y.ExpectedMs {
+		return x.ExpectedMs < y.ExpectedMs
+	}
 	return x.ID < y.ID
+}
+
+// costClass is o's class of expected cost times the root of its SLA: the
+// floor of its base-2 logarithm (a cost of 0 or less, which a descriptor
+// may give, falls in the lowest class).
+func costClass(o *Outcome) float64 {
+	v := o.ExpectedMs * math.Sqrt(o.SLAMs)
+	if !(v > 0) {
+		return math.Inf(-1)
+	}
+	return math.Floor(math.Log2(v))
 }
 
 func (q *adaptiveQueue) push(i int) {

@@ -128,3 +128,27 @@ func TestAdaptiveOrderWeighsCostByTheRootOfTheSLAWhenCrowded(t *testing.T) {
 		t.Fatalf("crowded level served %v first, want %v (the 200 ms SLA's shorter, its longer, then the 2 s SLA's)", got[:3], want)
 	}
 }
+
+// Crowded, comparable work (within a factor of two of cost × √SLA) is
+// served by deadline, so a shorter task cannot overtake an older one of
+// its kind; work of a smaller scale still goes first, whatever its
+// deadline.
+func TestAdaptiveOrderServesComparableWorkByDeadlineWhenCrowded(t *testing.T) {
+	var tasks [][3]float64
+	for range crowdPerWorker {
+		tasks = append(tasks, [3]float64{0, 5000, 100}) // filler: crowds the level (cost × √SLA 7,071)
+	}
+	n := crowdPerWorker
+	tasks = append(tasks,
+		[3]float64{0, 200, 12}, // n: 170, the earlier deadline
+		[3]float64{0, 220, 10}, // n+1: 148, shorter, the same class as n
+		[3]float64{0, 240, 4},  // n+2: 62, a smaller scale, the latest deadline
+	)
+	got := drain(adaptiveQueueOf(1, 1, tasks...), 0, 1)
+	if want := []int{n + 2, n, n + 1}; !slices.Equal(got[:3], want) {
+		t.Fatalf("crowded level served %v first, want %v (the smaller scale, then the two comparable tasks by deadline)", got[:3], want)
+	}
+	if costClass(&Outcome{Task: Task{SLAMs: 200, ExpectedMs: 0}}) != math.Inf(-1) {
+		t.Fatal("a task described as costing nothing is not in the lowest class")
+	}
+}
