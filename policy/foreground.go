@@ -78,7 +78,7 @@ func onClock(t float64) bool { return t >= 0 && !math.IsInf(t, 1) }
 // the half only starves the background.
 func ServedReserve(s *State, slowdown, foregroundWorkers float64, workers int) float64 {
 	share := Reserve(s, slowdown)
-	if s[FeatRunqP99] >= contendedRunqFeature {
+	if runqContended(s) {
 		return share
 	}
 	return SizeReserve(share, foregroundWorkers, slowdown, workers)

@@ -55,6 +55,10 @@ const (
 // contendedRunqFeature is ContendedRunqP99Us on feature FeatRunqP99's scale.
 var contendedRunqFeature = float32(runqRange.scale(ContendedRunqP99Us))
 
+// runqContended says whether the run-queue latency p99 of the node state s
+// is at or over ContendedRunqP99Us: the CPUs are oversubscribed.
+func runqContended(s *State) bool { return s[FeatRunqP99] >= contendedRunqFeature }
+
 // Reserve is the background reserve for a node whose state (the node's
 // part of a state vector) is s and whose recent tasks ran slowdown times
 // their described cost (SlowdownWindow.Value; NaN, or 0 or less, when
@@ -66,7 +70,7 @@ var contendedRunqFeature = float32(runqRange.scale(ContendedRunqP99Us))
 func Reserve(s *State, slowdown float64) float64 {
 	contended := slowdown >= MinReserveSlowdown
 	if !(slowdown > 0) { // unknown: the kernel alone
-		contended = s[FeatRunqP99] >= contendedRunqFeature
+		contended = runqContended(s)
 	}
 	if contended {
 		return ContendedReserve

@@ -41,8 +41,7 @@ func (e explorer) Reserve(v *NodeView) float64 { return seenReserve(v, nil) }
 // for the reserve of the work's slowdown alone (the calm one while it is
 // unknown), as the agent with `--ablate kernel` does.
 func seenReserve(v *NodeView, off []int) float64 {
-	st := v.State
-	neutralise(&st, off)
+	st := seenState(v, off)
 	return policy.Reserve(&st, v.Slowdown)
 }
 
@@ -51,9 +50,16 @@ func seenReserve(v *NodeView, off []int) float64 {
 // a contended one sized to the foreground's recent load where the run
 // queue does not say the CPUs are oversubscribed.
 func servedReserve(v *NodeView, off []int) float64 {
+	st := seenState(v, off)
+	return policy.ServedReserve(&st, v.Slowdown, v.ForegroundWorkers, v.Workers)
+}
+
+// seenState is the node's state as a policy blind to the features off
+// sees it: those features at their neutral values.
+func seenState(v *NodeView, off []int) policy.State {
 	st := v.State
 	neutralise(&st, off)
-	return policy.ServedReserve(&st, v.Slowdown, v.ForegroundWorkers, v.Workers)
+	return st
 }
 
 // blindTo is the features d decides without: an AblatedDecider's, else
