@@ -48,11 +48,10 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
 # fuzz_one fuzzes one target: 0 when nothing was found, 2 when it failed
-# with Go's deadline race alone (no new input in testdata/fuzz/<Target>/,
+# with Go's deadline race alone (no new input in its corpus directory dir,
 # "context deadline exceeded" the failure), 1 for any other failure.
 fuzz_one() {
-	local pkg=$1 name=$2 dir before after
-	dir=$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$name
+	local pkg=$1 name=$2 dir=$3 before after
 	before=$(find "$dir" -type f 2>/dev/null | sort)
 	if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$mintime" "${parallel[@]}" "$pkg" 2>&1 | tee "$out"; then
 		return 0
@@ -66,6 +65,7 @@ fuzz_one() {
 for t in "${targets[@]}"; do
 	read -r pkg name <<<"$t"
 	echo "== $pkg $name"
+	dir=$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$name
 	# Go before 1.27 can fail a target with a bare "context deadline
 	# exceeded" as -fuzztime ends, writing no input: a race in its fuzzing
 	# coordinator (go.dev/issue/75804), not a finding. Such a run is tried
@@ -73,7 +73,7 @@ for t in "${targets[@]}"; do
 	# A run that writes an input always fails.
 	for try in 1 2; do
 		rc=0
-		fuzz_one "$pkg" "$name" || rc=$?
+		fuzz_one "$pkg" "$name" "$dir" || rc=$?
 		if [[ $rc -eq 2 && $try -eq 1 ]]; then
 			echo "fuzz: $pkg $name: Go's fuzztime deadline race (no input written); once more"
 			continue
@@ -86,7 +86,6 @@ for t in "${targets[@]}"; do
 		break
 	done
 	if [[ "${FUZZSAVE:-}" == 1 && -d "$cache/$pkg/$name" ]]; then
-		dir=$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$name
 		mkdir -p "$dir"
 		# The smallest first: cheap to run in every go test. (Listed first:
 		# head closing the pipe early must not trip pipefail.)
