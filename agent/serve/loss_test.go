@@ -31,7 +31,7 @@ func TestDatagramSubscriberUnderLoss(t *testing.T) {
 			cfg := ts.clientConfig()
 			cfg.IdleTimeout = time.Minute
 			cfg.KeepAlive = time.Second
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			c, err := client.Dial(ctx, px.Addr().String(), cfg)
 			if err != nil {
@@ -79,8 +79,13 @@ func TestDatagramSubscriberUnderLoss(t *testing.T) {
 				p50.Round(time.Millisecond), p99.Round(time.Millisecond), stale[len(stale)-1].Round(time.Millisecond),
 				pst.ServerToClient.Dropped, pst.ServerToClient.Packets, pst.ClientToServer.Dropped, pst.ClientToServer.Packets, c.Reconnects())
 			// A decide call under the same loss completes (QUIC retransmits).
+			// At 80% loss a request and its answer each get through one try
+			// in five, and QUIC doubles its probe timeout after every try
+			// that goes unanswered: most calls take under a second, a few
+			// several (4.6 s seen), and one run of an earlier session passed 30 s. The bound
+			// says the call completes, not how fast.
 			t0 := time.Now()
-			dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
+			dctx, dcancel := context.WithTimeout(ctx, 90*time.Second)
 			resp, err := c.Decide(dctx, sampleTasks(4))
 			dcancel()
 			if err != nil {
