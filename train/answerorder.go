@@ -16,9 +16,10 @@ const (
 	// first while it is not crowded, and shortest expected cost first
 	// (weighted by the root of the SLA; work within a factor of two of
 	// each other's by deadline) while it is (more than crowdPerWorker ×
-	// workers of its tasks can still make their deadline), and counts a task as one that can no longer make it by
-	// its expected cost stretched by the node's slowdown (the executor's
-	// recent service times over the described costs). Earliest deadline
+	// workers of its tasks can still make their deadline), and counts a
+	// task as one that can no longer make it by its expected cost
+	// stretched by the node's slowdown (the executor's recent service
+	// times over the described costs). Earliest deadline
 	// first is the order that meets every deadline where any order can;
 	// the slowdown keeps it from starting work that will finish late, and
 	// a crowded level is an overload, where shortest first finishes the

@@ -82,8 +82,8 @@ func TestDatagramSubscriberUnderLoss(t *testing.T) {
 			// At 80% loss a request and its answer each get through one try
 			// in five, and QUIC doubles its probe timeout after every try
 			// that goes unanswered: most calls take under a second, a few
-			// several (4.6 s seen), and one run of an earlier session passed 30 s. The bound
-			// says the call completes, not how fast.
+			// several (4.6 s seen), and one run of an earlier session passed
+			// 30 s. The bound says the call completes, not how fast.
 			t0 := time.Now()
 			dctx, dcancel := context.WithTimeout(ctx, 90*time.Second)
 			resp, err := c.Decide(dctx, sampleTasks(4))
