@@ -106,8 +106,15 @@ type AgentStats struct {
 	// IdleCPUPercent is the agent's CPU during the FIFO run, when it
 	// serves no one: its probes, signal sources and profiler alone. The
 	// difference to CPUPercent is what serving the run cost.
-	IdleCPUPercent    float64 `json:"idle_cpu_percent"`
+	IdleCPUPercent float64 `json:"idle_cpu_percent"`
+	// RSSMiB is the agent's resident set at the end of its run; RSSMiBMean
+	// and RSSMiBMax are over the run, read every rssEvery (a Go agent's
+	// resident set is a sawtooth, and the end lands anywhere on it);
+	// PeakRSSMiB is the largest since the process started (VmHWM), its
+	// start-up included.
 	RSSMiB            float64 `json:"rss_mib"`
+	RSSMiBMean        float64 `json:"rss_mib_mean"`
+	RSSMiBMax         float64 `json:"rss_mib_max"`
 	PeakRSSMiB        float64 `json:"peak_rss_mib"`
 	Decisions         int     `json:"decisions"`
 	DecideErrors      int     `json:"decide_errors"`
@@ -264,6 +271,7 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		DecideP99Us:  round3(float64(measure.Quantile(res.DecideLatency, 0.99).Nanoseconds()) / 1e3),
 		CPUPercent:   cpuPercent(u0, u1, wall), IdleCPUPercent: idleCPU,
 		RSSMiB:     round3(proc.MiB(u1.RSS)),
+		RSSMiBMean: round3(proc.MiB(agentRun.rss.Mean)), RSSMiBMax: round3(proc.MiB(agentRun.rss.Max)),
 		PeakRSSMiB: round3(proc.MiB(u1.PeakRSS)),
 		Decisions:  len(res.DecideLatency), DecideErrors: res.DecideErrors, ReportErrors: res.ReportErrors,
 		AgentSideMeanUs: round3(scraped.meanDecideUs), MeanBatch: round3(scraped.meanBatch),
@@ -357,8 +365,13 @@ type agentRunStats struct {
 	res     *Result
 	wall    time.Duration
 	u0, u1  proc.Usage
+	rss     proc.RSSSummary // over the run, read every rssEvery
 	scraped scrapedAgent
 }
+
+// rssEvery is how often the agent's resident set is read during its run:
+// 50 readings over the default compressed run of 25 s.
+const rssEvery = 500 * time.Millisecond
 
 // runAgent runs the arrivals with priorities from the agent process ag,
 // through a client of its own, closed when the run ends.
@@ -371,11 +384,14 @@ func runAgent(ctx context.Context, c BenchConfig, base Config, ag *agentproc.Pro
 	defer cl.Close()
 	var st agentRunStats
 	st.u0, _ = ag.Usage()
+	rss := proc.SampleRSS(ag.PID, rssEvery)
 	t0 := time.Now()
 	acfg := base
 	acfg.Agent, acfg.Local, acfg.DecideConcurrency, acfg.IDBase = cl, local, c.DecideConcurrency, uint64(time.Now().UnixNano())&^0xffffffff
 	acfg.AnswerOrder = c.AnswerOrder
-	if st.res, err = Run(ctx, acfg); err != nil {
+	st.res, err = Run(ctx, acfg)
+	st.rss = rss.Stop()
+	if err != nil {
 		return agentRunStats{}, fmt.Errorf("agent run: %w", err)
 	}
 	st.wall = time.Since(t0)

@@ -77,6 +77,14 @@ func TestBenchRunsTheAgentLastOrFirst(t *testing.T) {
 		if rep.Stats.CPUPercent <= 0 || rep.Stats.IdleCPUPercent >= rep.Stats.CPUPercent {
 			t.Errorf("AgentFirst %v: agent CPU %.3f%% serving, %.3f%% idle", tc.first, rep.Stats.CPUPercent, rep.Stats.IdleCPUPercent)
 		}
+		// The agent's memory was read over its run, not only at its end:
+		// a mean and a largest reading, neither over the process's peak.
+		st := rep.Stats
+		t.Logf("AgentFirst %v: RSS %.1f MiB at the end, mean %.1f, largest %.1f, peak %.1f", tc.first, st.RSSMiB, st.RSSMiBMean, st.RSSMiBMax, st.PeakRSSMiB)
+		if !(st.RSSMiBMean > 0 && st.RSSMiBMean <= st.RSSMiBMax && st.RSSMiBMax <= st.PeakRSSMiB) {
+			t.Errorf("AgentFirst %v: RSS over the run: mean %.1f, largest %.1f, peak %.1f MiB: want 0 < mean <= largest <= peak",
+				tc.first, st.RSSMiBMean, st.RSSMiBMax, st.PeakRSSMiB)
+		}
 	}
 }
 

@@ -78,7 +78,7 @@ func (r *Report) WriteReport(w io.Writer, sc *train.Scenario, simulateAsked bool
 	fmt.Fprintf(w, "background reserve: %d of %d task starts while the agent held half the workers back (the tasks slowed by at least 1.25 times, or, before enough finished, its run-queue p99 at 1 ms or more)\n", st.HeldBackStarts, len(res.Outcomes))
 	fmt.Fprintf(w, "decision round trip over QUIC (request out, answer in): p50 %.0f µs, p99 %.0f µs over %d calls; in the agent (request in, answer out): p50 %.0f µs, p99 %.0f µs, mean %.0f µs, mean batch %.1f tasks\n",
 		st.RemoteDecideP50Us, st.RemoteDecideP99Us, st.RemoteDecisions, st.AgentSideP50Us, st.AgentSideP99Us, st.AgentSideMeanUs, st.MeanBatch)
-	fmt.Fprintf(w, "agent process: CPU %.1f%% of one core (%.1f%% while it served no one, in the FIFO run), RSS %.1f MiB (peak %.1f MiB), %d probes attached, %d flame-graph windows, %d experience records\n",
-		st.CPUPercent, st.IdleCPUPercent, st.RSSMiB, st.PeakRSSMiB, st.ProbesAttached, st.FlamegraphWindows, st.ExperienceRecords)
+	fmt.Fprintf(w, "agent process: CPU %.1f%% of one core (%.1f%% while it served no one, in the FIFO run), RSS %.1f MiB at the end (over the run: mean %.1f, largest %.1f; peak since start %.1f MiB), %d probes attached, %d flame-graph windows, %d experience records\n",
+		st.CPUPercent, st.IdleCPUPercent, st.RSSMiB, st.RSSMiBMean, st.RSSMiBMax, st.PeakRSSMiB, st.ProbesAttached, st.FlamegraphWindows, st.ExperienceRecords)
 	return nil
 }

@@ -1,0 +1,54 @@
+package proc
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+func TestRSSSamplerSeesAGrowthBetweenReadings(t *testing.T) {
+	before, err := ReadUsage(Self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := SampleRSS(Self, time.Millisecond)
+	buf := make([]byte, 48<<20)
+	for i := range buf { // touch every page: resident now
+		buf[i] = byte(i)
+	}
+	// Wait until a reading has seen the buffer, then drop it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		seen := s.sum.Max >= before.RSS+32<<20
+		s.mu.Unlock()
+		if seen || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	runtime.KeepAlive(buf)
+	sum := s.Stop()
+	t.Logf("before %d MiB; readings %d, mean %d MiB, max %d MiB", before.RSS>>20, sum.Samples, sum.Mean>>20, sum.Max>>20)
+	if sum.Samples < 2 {
+		t.Errorf("%d readings, want at least 2 (one at start, one at Stop)", sum.Samples)
+	}
+	if sum.Max < before.RSS+32<<20 {
+		t.Errorf("max %d MiB: the 48 MiB touched between readings were not seen (before %d MiB)", sum.Max>>20, before.RSS>>20)
+	}
+	if sum.Mean <= 0 || sum.Mean > sum.Max {
+		t.Errorf("mean %d, max %d: want 0 < mean <= max", sum.Mean, sum.Max)
+	}
+	if again := s.Stop(); again != sum {
+		t.Errorf("a second Stop gave %+v, the first %+v", again, sum)
+	}
+}
+
+func TestRSSSamplerOfAProcessThatIsGoneCountsNothing(t *testing.T) {
+	// pid_max is at most 2^22 on Linux: this pid never exists.
+	s := SampleRSS(1<<23, time.Millisecond)
+	time.Sleep(5 * time.Millisecond)
+	if sum := s.Stop(); sum != (RSSSummary{}) {
+		t.Errorf("readings of no process: %+v, want none", sum)
+	}
+}
