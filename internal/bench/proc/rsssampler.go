@@ -40,6 +40,7 @@ func SampleRSS(pid int, interval time.Duration) *RSSSampler {
 			s.read(pid)
 			select {
 			case <-s.stop:
+				s.read(pid) // the last reading, at the end of what was sampled
 				return
 			case <-t.C:
 			}

@@ -52,3 +52,12 @@ func TestRSSSamplerOfAProcessThatIsGoneCountsNothing(t *testing.T) {
 		t.Errorf("readings of no process: %+v, want none", sum)
 	}
 }
+
+// A run shorter than the interval still has its start and its end read.
+func TestRSSSamplerReadsAtStartAndAtStop(t *testing.T) {
+	s := SampleRSS(Self, time.Hour)
+	sum := s.Stop()
+	if sum.Samples != 2 || sum.Mean <= 0 || sum.Max < sum.Mean {
+		t.Errorf("a sampler stopped before its first tick: %+v, want 2 readings, 0 < mean <= max", sum)
+	}
+}
