@@ -15,8 +15,9 @@ type RSSSampler struct {
 	done chan struct{}
 
 	mu  sync.Mutex
-	sum RSSSummary
-	tot float64
+	n   int     // readings taken
+	tot float64 // their sum, bytes
+	max int64
 }
 
 // RSSSummary is what an RSSSampler read: the mean and the largest resident
@@ -56,10 +57,19 @@ func (s *RSSSampler) read(pid int) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sum.Samples++
+	s.n++
 	s.tot += float64(rss)
-	s.sum.Max = max(s.sum.Max, rss)
-	s.sum.Mean = int64(s.tot / float64(s.sum.Samples))
+	s.max = max(s.max, rss)
+}
+
+// summary is the readings so far.
+func (s *RSSSampler) summary() RSSSummary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == 0 {
+		return RSSSummary{}
+	}
+	return RSSSummary{Mean: int64(s.tot / float64(s.n)), Max: s.max, Samples: s.n}
 }
 
 // Stop ends the readings, takes a last one, and returns the summary.
@@ -71,7 +81,5 @@ func (s *RSSSampler) Stop() RSSSummary {
 		close(s.stop)
 	}
 	<-s.done
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sum
+	return s.summary()
 }

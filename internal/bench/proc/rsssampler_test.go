@@ -1,7 +1,7 @@
 package proc
 
 import (
-	"runtime"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -12,22 +12,22 @@ func TestRSSSamplerSeesAGrowthBetweenReadings(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := SampleRSS(Self, time.Millisecond)
-	buf := make([]byte, 48<<20)
-	for i := range buf { // touch every page: resident now
-		buf[i] = byte(i)
+	// 48 MiB mapped outside the Go heap, so that they are resident only
+	// from their first touch: heap memory could be pages an earlier test
+	// (or -count) left resident, and no growth would show.
+	buf, err := syscall.Mmap(-1, 0, 48<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Wait until a reading has seen the buffer, then drop it.
+	defer syscall.Munmap(buf)
+	for i := 0; i < len(buf); i += 4096 { // touch every page: resident now
+		buf[i] = 1
+	}
+	// Wait until a reading has seen the pages.
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s.mu.Lock()
-		seen := s.sum.Max >= before.RSS+32<<20
-		s.mu.Unlock()
-		if seen || time.Now().After(deadline) {
-			break
-		}
+	for s.summary().Max < before.RSS+32<<20 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	runtime.KeepAlive(buf)
 	sum := s.Stop()
 	t.Logf("before %d MiB; readings %d, mean %d MiB, max %d MiB", before.RSS>>20, sum.Samples, sum.Mean>>20, sum.Max>>20)
 	if sum.Samples < 2 {
