@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -314,6 +315,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		})
 	}
 	a.ready.Store(true)
+	// What starting left as garbage (the profiler's programs loaded after
+	// the collector returned its own, the model's read) goes back now,
+	// not at the first window a minute on.
+	debug.FreeOSMemory()
 	if released, err := releaseFilePages(); err != nil {
 		a.log.Warn("could not release the file pages mapped at start", "err", err)
 	} else {

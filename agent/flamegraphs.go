@@ -27,7 +27,8 @@ func newProfiler(log *slog.Logger, cfg Config) profiler {
 		Profiler: bpf.ProfilerOptions{CopyRingBytes: copyRingBytes(runtime.NumCPU())},
 		// The DWARF read for inline frames is held by the budget of the
 		// cache it builds: a larger read would grow the heap past it.
-		Symbolizer:  flamegraph.SymbolizerConfig{MaxCacheBytes: cfg.FlamegraphCacheBytes, MaxDWARFBytes: cfg.FlamegraphCacheBytes},
+		Symbolizer: flamegraph.SymbolizerConfig{MaxCacheBytes: cfg.FlamegraphCacheBytes, MaxDWARFBytes: cfg.FlamegraphCacheBytes,
+			AfterBuild: newBuildMemory().afterBuild},
 		AfterWindow: func() { returnWindowMemory() }})
 	if err != nil {
 		log.Warn("flame-graph recorder unavailable; /flamegraphs lists what is on disk", "err", err)

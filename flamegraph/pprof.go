@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -82,6 +84,7 @@ func BuildProfile(samples []Sample, opts BuildOptions) (*profile.Profile, error)
 	b := &builder{p: p, sym: opts.Symbolizer, locs: map[locKey]*profile.Location{},
 		funcs: map[funcKey]*profile.Function{}, maps: map[Mapping]*profile.Mapping{}}
 	p.Comments = append(p.Comments, opts.Comments...)
+	b.resolveKernel(samples)
 	fallbacks := map[string]int64{}
 	for i := range samples {
 		s := &samples[i]
@@ -211,6 +214,9 @@ type builder struct {
 	funcs map[funcKey]*profile.Function
 	maps  map[Mapping]*profile.Mapping
 	kmap  *profile.Mapping
+	// kernelUnnamed: the kernel's symbols could not be read for this
+	// profile.
+	kernelUnnamed bool
 }
 
 func (b *builder) function(name, file string) *profile.Function {
@@ -253,10 +259,29 @@ func (b *builder) add(k locKey, mk func() *profile.Location) *profile.Location {
 	return l
 }
 
+// resolveKernel names every kernel frame of the samples in one read of the
+// kernel's symbols, rather than one read per frame. When that read fails
+// the frames stay [kernel]+0x... and are not read one by one.
+func (b *builder) resolveKernel(samples []Sample) {
+	if b.sym == nil {
+		return
+	}
+	seen := map[uint64]struct{}{}
+	for i := range samples {
+		for _, pc := range samples[i].KernelPCs {
+			seen[pc] = struct{}{}
+		}
+	}
+	if len(seen) == 0 {
+		return
+	}
+	b.kernelUnnamed = b.sym.ResolveKernel(slices.Collect(maps.Keys(seen))) != nil
+}
+
 func (b *builder) kernelLoc(pc uint64) *profile.Location {
 	return b.add(locKey{kernel: true, addr: pc}, func() *profile.Location {
 		var loc Location
-		if b.sym != nil {
+		if b.sym != nil && !b.kernelUnnamed {
 			loc = b.sym.KernelLocation(pc)
 		} else {
 			loc = Location{Address: pc, Kernel: true}

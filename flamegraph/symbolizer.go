@@ -3,6 +3,7 @@ package flamegraph
 import (
 	"fmt"
 	"path/filepath"
+	"runtime/metrics"
 	"sync"
 	"syscall"
 	"time"
@@ -29,6 +30,14 @@ type SymbolizerConfig struct {
 	// ProcRoot is where /proc lives (default "/proc"); tests may point it
 	// elsewhere.
 	ProcRoot string
+	// AfterBuild, when set, is called after the symboliser read a binary
+	// or built its unwind table, outside its lock, with the bytes the
+	// process allocated on the heap meanwhile (mostly the build's: the
+	// sections read whole, DWARF decompressed, rows before they are
+	// packed). Most of that is garbage once the tables are built; the
+	// agent hands a large build's back to the OS here rather than carry
+	// it until its next flame-graph window.
+	AfterBuild func(allocatedBytes uint64)
 }
 
 // DefaultMaxCacheBytes is the default of SymbolizerConfig.MaxCacheBytes.
@@ -168,7 +177,15 @@ func (l Location) Name() string {
 	return fmt.Sprintf("[unknown]+0x%x", l.Address)
 }
 
-// KernelLocation names a kernel address.
+// ResolveKernel reads the names of the kernel symbols holding pcs that are
+// not named yet, in one pass over /proc/kallsyms; KernelLocation then
+// answers them without reading it. An error leaves those frames unnamed.
+func (s *Symbolizer) ResolveKernel(pcs []uint64) error {
+	return s.kernel.Resolve(pcs)
+}
+
+// KernelLocation names a kernel address (reading its name from
+// /proc/kallsyms if ResolveKernel did not).
 func (s *Symbolizer) KernelLocation(addr uint64) Location {
 	loc := Location{Address: addr, Kernel: true, Module: "[kernel.kallsyms]"}
 	if name, mod, ok := s.kernel.Lookup(addr); ok {
@@ -309,7 +326,9 @@ func (s *Symbolizer) binary(pid uint32, m *Mapping) (*Binary, string) {
 			}
 		}
 		s.mu.Unlock()
+		before := heapAllocated()
 		bin, err := openBinary(p, s.binaryOptions(pid))
+		s.afterBuild(before)
 		if err != nil {
 			continue
 		}
@@ -330,6 +349,21 @@ func (s *Symbolizer) binary(pid uint32, m *Mapping) (*Binary, string) {
 		return bin, key
 	}
 	return nil, ""
+}
+
+// afterBuild tells AfterBuild what a build allocated since before.
+func (s *Symbolizer) afterBuild(before uint64) {
+	if s.cfg.AfterBuild != nil {
+		s.cfg.AfterBuild(heapAllocated() - before)
+	}
+}
+
+// heapAllocated is the bytes the process has allocated on the heap since
+// it started.
+func heapAllocated() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
 }
 
 func (s *Symbolizer) touchLocked(e *binEntry) {

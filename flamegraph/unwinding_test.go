@@ -57,13 +57,24 @@ func userNames(s *Symbolizer, pid uint32, pcs []uint64) []string {
 // unwind tables, libc's debug file where installed).
 func TestUnwindUserLiveProcess(t *testing.T) {
 	pid, regs, stack := liveSelfDump(t)
-	s := NewSymbolizer(SymbolizerConfig{})
+	var builds []uint64
+	s := NewSymbolizer(SymbolizerConfig{AfterBuild: func(n uint64) { builds = append(builds, n) }})
 	if _, err := s.Capture(pid); err != nil {
 		t.Fatal(err)
 	}
 	res := s.UnwindUser(pid, regs, stack, nil, nil)
 	names := userNames(s, pid, res.PCs)
-	t.Logf("%v (fallback %q %q), cache %d KiB", names, res.Reason, res.Module, s.CacheBytes()>>10)
+	t.Logf("%v (fallback %q %q), cache %d KiB, builds allocated %v bytes", names, res.Reason, res.Module, s.CacheBytes()>>10, builds)
+	// Each binary read and each unwind table built is reported, with what
+	// the process allocated meanwhile: at least the tables it keeps.
+	var allocated uint64
+	for _, n := range builds {
+		allocated += n
+	}
+	if len(builds) < 4 || allocated < uint64(s.CacheBytes()) {
+		t.Fatalf("AfterBuild saw %d builds allocating %d bytes; want two binaries read and their two unwind tables, at least the cache's %d bytes",
+			len(builds), allocated, s.CacheBytes())
+	}
 	// libc's names depend on its debug file: qsort_r or __GI___qsort_r,
 	// __libc_start_main or __libc_start_main_impl.
 	want := []string{"dump_here", "compare", "~qsort_r", "leaf_level", "mid_level", "top_level", "main", "~libc_start_main", "_start"}
