@@ -76,6 +76,9 @@ type profiler interface {
 	UnwindFallbacks() map[string]uint64
 	// SymbolCacheBytes is the symboliser's cache now.
 	SymbolCacheBytes() int
+	// KernelSymbolReads counts the reads of /proc/kallsyms: at start, then
+	// for windows holding kernel functions not named before.
+	KernelSymbolReads() uint64
 	Close() error
 }
 

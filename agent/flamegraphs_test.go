@@ -103,6 +103,12 @@ func TestFlamegraphDiffView(t *testing.T) {
 	if v := ta.metric(t, "triage_flamegraph_symbol_cache_bytes"); v <= 0 || v > 2*16<<20 {
 		t.Fatalf("flamegraph_symbol_cache_bytes = %v", v)
 	}
+	// The kernel's names were read for the windows' kernel frames, at most
+	// twice a window beside the read at start.
+	windows := ta.metric(t, "triage_flamegraph_windows")
+	if v := ta.metric(t, "triage_flamegraph_kallsyms_reads_total"); v < 2 || v > 1+2*windows+2 {
+		t.Fatalf("flamegraph_kallsyms_reads_total = %v after %v windows", v, windows)
+	}
 }
 
 func jsString(s string) string {

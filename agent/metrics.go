@@ -142,6 +142,7 @@ var (
 	descFGBytes     = prometheus.NewDesc("triage_flamegraph_bytes", "Bytes of the flame-graph windows on disk.", nil, nil)
 	descFGFallback  = prometheus.NewDesc("triage_flamegraph_unwind_fallback_samples_total", "On-CPU samples whose user stack was partly walked by frame pointer where unwind tables were wanted, by reason.", []string{"reason"}, nil)
 	descFGCache     = prometheus.NewDesc("triage_flamegraph_symbol_cache_bytes", "Memory of the symboliser's cache: symbol tables, inline indexes, unwind tables, JIT maps.", nil, nil)
+	descFGKallsyms  = prometheus.NewDesc("triage_flamegraph_kallsyms_reads_total", "Reads of /proc/kallsyms: one at start, then one (two when modules changed) for each flame-graph window holding kernel functions not named before.", nil, nil)
 	descShadowTasks = prometheus.NewDesc("triage_shadow_tasks_total", "Tasks the shadow model decided.", []string{"model"}, nil)
 	descShadowAgree = prometheus.NewDesc("triage_shadow_agreement_ratio", "Fraction of tasks where the shadow model chose the serving model's priority.", []string{"model"}, nil)
 	descShadowQDiff = prometheus.NewDesc("triage_shadow_mean_abs_q_diff", "Mean |Q_shadow - Q_serving| over tasks and levels.", []string{"model"}, nil)
@@ -157,7 +158,7 @@ var (
 // collectMetrics reads at scrape time.
 var agentDescs = []*prometheus.Desc{descProbe, descProbeCPU, descSource, descQueueLen, descReserve, descQueueCap, descReloads, descReloadErrAt,
 	descConns, descRejected, descStreamErr, descDatagrams, descCodecRatio, descExpRecords, descExpBytes, descExpRemoved,
-	descFGWindows, descFGBytes, descFGFallback, descFGCache, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady, descCgOverflow,
+	descFGWindows, descFGBytes, descFGFallback, descFGCache, descFGKallsyms, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady, descCgOverflow,
 	descSysCgOver, descSysPIDOver, descSysUntimed}
 
 // collectMetrics reads the other parts' state (agentDescs) at scrape time.
@@ -236,6 +237,7 @@ func (a *Agent) collectMetrics(ch chan<- prometheus.Metric) {
 			counter(descFGFallback, float64(n), reason)
 		}
 		gauge(descFGCache, float64(a.prof.SymbolCacheBytes()))
+		counter(descFGKallsyms, float64(a.prof.KernelSymbolReads()))
 	}
 	if a.shadow != nil {
 		st := a.shadow.Stats()

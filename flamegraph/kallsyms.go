@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrKallsymsRestricted means /proc/kallsyms shows only zero addresses
@@ -28,6 +29,8 @@ var ErrKallsymsRestricted = errors.New("kernel symbol addresses are hidden (kptr
 // address not named before.
 type KernelSymbols struct {
 	open func() (io.ReadCloser, error)
+
+	reads atomic.Uint64 // passes over the source, the first one included
 
 	mu    sync.Mutex
 	addrs []uint64              // ascending; one entry per distinct address
@@ -79,6 +82,7 @@ func ParseKallsyms(r io.Reader) (*KernelSymbols, error) {
 // with the name of each wanted address (the last symbol in the file at
 // that address, so aliases resolve as they always have).
 func (k *KernelSymbols) pass(want map[uint64]bool, got map[uint64]kernelName) ([]uint64, error) {
+	k.reads.Add(1)
 	rc, err := k.open()
 	if err != nil {
 		return nil, err
@@ -243,6 +247,15 @@ func (k *KernelSymbols) Len() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return len(k.addrs)
+}
+
+// Reads is how many times the source was read: once to load, then once or
+// twice for each Resolve that found a symbol not named yet.
+func (k *KernelSymbols) Reads() uint64 {
+	if k == nil {
+		return 0
+	}
+	return k.reads.Load()
 }
 
 // Named is the number of symbols looked up and held now (those found

@@ -117,8 +117,8 @@ ffffffff81005000 T do_three
 			t.Errorf("Lookup(%x) = %q %v, want %q (the last symbol at an address)", addr, name, ok, want)
 		}
 	}
-	if src.opens != 2 {
-		t.Fatalf("Lookup of resolved symbols read the source again (%d opens)", src.opens)
+	if src.opens != 2 || ks.Reads() != 2 {
+		t.Fatalf("Lookup of resolved symbols read the source again (%d opens, %d reads counted)", src.opens, ks.Reads())
 	}
 	if name, _, ok := ks.Lookup(0xffffffff81005001); !ok || name != "do_three" || src.opens != 3 {
 		t.Fatalf("Lookup of a new symbol = %q %v after %d opens, want do_three after 3", name, ok, src.opens)

@@ -184,6 +184,10 @@ func (s *Symbolizer) ResolveKernel(pcs []uint64) error {
 	return s.kernel.Resolve(pcs)
 }
 
+// KernelSymbolReads is how many times /proc/kallsyms was read (0 when the
+// kernel's symbols are hidden).
+func (s *Symbolizer) KernelSymbolReads() uint64 { return s.kernel.Reads() }
+
 // KernelLocation names a kernel address (reading its name from
 // /proc/kallsyms if ResolveKernel did not).
 func (s *Symbolizer) KernelLocation(addr uint64) Location {

@@ -129,6 +129,9 @@ func New(cfg Config) (*Recorder, error) {
 // indexes, unwind tables, JIT maps).
 func (r *Recorder) SymbolCacheBytes() int { return r.sym.CacheBytes() }
 
+// KernelSymbolReads is how many times the symboliser read /proc/kallsyms.
+func (r *Recorder) KernelSymbolReads() uint64 { return r.sym.KernelSymbolReads() }
+
 // UnwindsByTables reports whether user stacks are copied and unwound by
 // tables (false: frame pointers only).
 func (r *Recorder) UnwindsByTables() bool { return r.copies != nil }
