@@ -39,6 +39,7 @@ type Binary struct {
 	loads     []elf.ProgHeader // PT_LOAD segments, to turn file offsets into vaddrs
 	syms      symTable         // function symbols (ELF .symtab / .dynsym, debug file's .symtab)
 	gotab     *gosym.Table     // Go pclntab, parsed only for stripped Go binaries (names plus file:line)
+	self      *selfImage       // the running executable: Go functions named by the runtime
 	gotabSize int
 	inline    *inlineIndex
 
@@ -168,13 +169,24 @@ func newBinary(f *elf.File, opts binaryOptions) (b *Binary, err error) {
 	}
 	// ELF function symbols first: they name Go and C functions alike and cost
 	// far less memory than a parsed pclntab. Go's pclntab is the fallback
-	// that still names stripped Go binaries (-ldflags=-s).
+	// that still names stripped Go binaries (-ldflags=-s). The running
+	// binary's Go functions are named by the runtime (selfnames.go): only
+	// what it does not know is kept.
+	pclntab := f.Section(".gopclntab")
 	var sb symBuilder
+	if im, ok := runningImage(); ok && pclntab != nil && b.BuildID == im.buildID {
+		b.self = &im
+		sb.skip = im.knowsPC
+	}
 	_ = sb.addELF(f, opts.maxSection) // too large: frames show as module+offset
 	b.syms = sb.table()
-	if sec := f.Section(".gopclntab"); sec != nil {
+	if sec := pclntab; sec != nil {
 		b.IsGo = true
-		if b.syms.len() == 0 && sec.Size <= opts.maxSection {
+		// Stripped: no .symtab. Its .dynsym may still name a few C
+		// functions (a cgo binary exports crosscall2 and _cgo_panic),
+		// which must not stand in for the Go functions' names.
+		stripped := f.Section(".symtab") == nil
+		if stripped && b.self == nil && sec.Size <= opts.maxSection {
 			if data, err := sec.Data(); err == nil && plausiblePclntab(data) {
 				var text uint64
 				if t := f.Section(".text"); t != nil {
@@ -321,6 +333,12 @@ func (b *Binary) VAddr(fileOffset uint64) (uint64, bool) {
 // Lookup names the function at virtual address vaddr (the outermost one
 // where code was inlined; Frames gives them all).
 func (b *Binary) Lookup(vaddr uint64) (Frame, bool) {
+	if b.self != nil {
+		if fr, ok := b.self.runtimeFrame(vaddr); ok {
+			fr.Function = strings.TrimSuffix(fr.Function, ".abi0")
+			return fr, true
+		}
+	}
 	if b.gotab != nil {
 		file, line, fn := b.gotab.PCToLine(vaddr)
 		if fn != nil {

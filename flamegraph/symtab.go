@@ -28,6 +28,9 @@ type symBuilder struct {
 	ents  []symEnt
 	names strings.Builder
 	seen  map[symKey]bool
+	// skip, when set, leaves out the symbols at addresses it names some
+	// other way.
+	skip func(addr uint64) bool
 }
 
 type symKey struct {
@@ -43,7 +46,7 @@ func (b *symBuilder) add(addr, size uint64, name string) {
 		name = name[:i]
 	}
 	k := symKey{addr, name}
-	if addr == 0 || b.seen[k] || uint64(b.names.Len())+uint64(len(name)) >= 1<<32 {
+	if addr == 0 || b.seen[k] || b.skip != nil && b.skip(addr) || uint64(b.names.Len())+uint64(len(name)) >= 1<<32 {
 		return
 	}
 	b.seen[k] = true
