@@ -132,7 +132,9 @@ func (k *KernelSymbols) pass(want map[uint64]bool, got map[uint64]kernelName) ([
 	return slices.Clip(slices.Compact(addrs)), nil
 }
 
-// parseHex parses a kallsyms address without allocating.
+// parseHex parses a kallsyms address without allocating. (agent/signals
+// has its own for /proc/net/tcp: flamegraph imports nothing of the
+// module's, by the design's import rules.)
 func parseHex(b []byte) (uint64, bool) {
 	if len(b) == 0 || len(b) > 16 {
 		return 0, false
