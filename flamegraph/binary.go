@@ -135,6 +135,28 @@ func (b *Binary) addInline(f *elf.File, opts binaryOptions) {
 	}
 }
 
+// openELFFile is openELF that also returns the open file, which the
+// caller closes (closing the ELF file closes nothing).
+func openELFFile(path string) (*elf.File, *os.File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrNotELF, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%w: %s is not a regular file", ErrNotELF, path)
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrNotELF, err)
+	}
+	f, err := elf.NewFile(file)
+	if err != nil {
+		file.Close()
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrNotELF, path, err)
+	}
+	return f, file, nil
+}
+
 // openELF opens a regular file as ELF; a directory, FIFO or device is
 // refused before anything is read from it.
 func openELF(path string) (*elf.File, error) {
@@ -390,16 +412,16 @@ func (b *Binary) UnwindTable(paths, debugDirs []string, maxBytes int) (*unwind.T
 	b.unwindOnce.Do(func() {
 		defer b.unwindDone.Store(true)
 		var f *elf.File
+		var file *os.File
 		b.unwindErr = errors.New("no path to the binary")
 		for _, p := range paths {
-			if f, b.unwindErr = openELF(p); b.unwindErr == nil {
+			if f, file, b.unwindErr = openELFFile(p); b.unwindErr == nil {
 				break
 			}
 		}
 		if f == nil {
 			return
 		}
-		defer f.Close()
 		dbg, _ := openDebugFile(b.BuildID, debugDirs)
 		if dbg != nil {
 			defer dbg.Close()
@@ -410,8 +432,14 @@ func (b *Binary) UnwindTable(paths, debugDirs []string, maxBytes int) (*unwind.T
 					b.unwindErr = fmt.Errorf("%w: malformed ELF: %v", unwind.ErrBadCFI, r)
 				}
 			}()
-			b.unwind, b.unwindErr = unwind.FromELF(f, dbg, unwind.ELFOptions{MaxTableBytes: maxBytes})
+			// Read in place where the file allows it: the table then keeps
+			// the file open and reads a function's rows when a sample
+			// first lands in it (flamegraph/unwind/lazy.go).
+			b.unwind, b.unwindErr = unwind.FromELF(f, dbg, unwind.ELFOptions{MaxTableBytes: maxBytes, File: file})
 		}()
+		if b.unwind == nil || !b.unwind.ReadsInPlace() {
+			file.Close()
+		}
 		b.unwindSize.Store(int64(b.unwind.Bytes()))
 	})
 	return b.unwind, b.unwindErr
@@ -423,6 +451,9 @@ func (b *Binary) Bytes() int {
 	n := int(unsafe.Sizeof(*b)) + b.syms.bytes() + b.gotabSize
 	if b.inline != nil {
 		n += b.inline.bytes
+	}
+	if b.unwindDone.Load() && b.unwind.ReadsInPlace() {
+		return n + b.unwind.Bytes() // grows as functions are read
 	}
 	return n + int(b.unwindSize.Load())
 }

@@ -21,6 +21,12 @@ type ELFOptions struct {
 	// MaxSectionBytes caps each section read (after decompression;
 	// default 64 MiB).
 	MaxSectionBytes uint64
+	// File, when set, is the same file as FromELF's f, kept open by the
+	// caller for the table's life: a file whose call frame information is
+	// .eh_frame alone, with its search table (.eh_frame_hdr), then gets a
+	// table read in place, each function's rows read from File when a
+	// lookup first needs them (lazy.go). Nil: every row is built now.
+	File io.ReaderAt
 }
 
 // FromELF builds the unwind table of an ELF file from its .eh_frame (found
@@ -33,6 +39,15 @@ func FromELF(f, debug *elf.File, opts ELFOptions) (*Table, error) {
 	}
 	if f.Machine != elf.EM_X86_64 {
 		return nil, fmt.Errorf("%w: machine %v (x86-64 only)", ErrNoCFI, f.Machine)
+	}
+	if opts.File != nil && !hasDebugFrame(f) && !hasDebugFrame(debug) {
+		l, ok, err := newLazyRows(f, opts.File, opts.MaxSectionBytes, opts.MaxTableBytes)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return &Table{lazy: l}, nil
+		}
 	}
 	var secs []CFI
 	var errs []error
@@ -59,6 +74,16 @@ func FromELF(f, debug *elf.File, opts ELFOptions) (*Table, error) {
 		return nil, ErrNoCFI
 	}
 	return Build(secs, opts.MaxTableBytes)
+}
+
+// hasDebugFrame reports whether f (nil: no file) has a .debug_frame, whose
+// rows a table merges with .eh_frame's.
+func hasDebugFrame(f *elf.File) bool {
+	if f == nil {
+		return false
+	}
+	sec := f.Section(".debug_frame")
+	return sec != nil && sec.Type != elf.SHT_NOBITS
 }
 
 // sectionData reads a section (decompressing it if needed) within limit;

@@ -1,6 +1,7 @@
 package unwind
 
 import (
+	"bytes"
 	"encoding/binary"
 	"testing"
 )
@@ -53,6 +54,41 @@ func FuzzEHFrameHdr(f *testing.F) {
 		}
 		if len(h.Table)*2 > len(data) {
 			t.Fatalf("%d entries from %d bytes", len(h.Table), len(data))
+		}
+	})
+}
+
+// FuzzLazyRows reads a table in place from arbitrary bytes as .eh_frame,
+// with an arbitrary search table over it (pairs of function start and FDE
+// offset): every lookup must answer or refuse, never panic, read past the
+// section or keep more than its cap.
+func FuzzLazyRows(f *testing.F) {
+	eh := newEHBuilder(0x2000).bytes()
+	index := make([]byte, 0, 64)
+	for off := 0; off < len(eh) && len(index) < 64; off += 8 {
+		index = binary.LittleEndian.AppendUint32(index, uint32(off))
+		index = binary.LittleEndian.AppendUint32(index, uint32(off))
+	}
+	f.Add(eh, uint64(0x2000), index)
+	f.Fuzz(func(t *testing.T, data []byte, addr uint64, index []byte) {
+		l := &lazyRows{file: bytes.NewReader(data), ehAddr: addr, ehSize: uint64(len(data)), base: addr,
+			rows: map[int32]*fdeRows{}, cies: map[uint64]*cie{}, maxBytes: 64 << 10}
+		for i := 0; i+8 <= len(index) && len(l.pcs) < 256; i += 8 {
+			pc, off := binary.LittleEndian.Uint32(index[i:]), binary.LittleEndian.Uint32(index[i+4:])
+			if n := len(l.pcs); n > 0 && pc < l.pcs[n-1] {
+				pc = l.pcs[n-1] // the search table is sorted
+			}
+			l.pcs, l.fdes = append(l.pcs, pc), append(l.fdes, off)
+		}
+		for _, pc := range l.pcs {
+			for _, d := range []uint64{0, 1, 15} {
+				if row, ok := l.lookup(l.base + uint64(pc) + d); ok && row.Kind == KindNone {
+					t.Fatalf("a row without a rule answered: %+v", row)
+				}
+			}
+		}
+		if b := l.bytes(); b > 64<<10+maxFunctionRows*24+4096 {
+			t.Fatalf("table read in place holds %d bytes over its 64 KiB cap", b)
 		}
 	})
 }

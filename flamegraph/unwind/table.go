@@ -20,6 +20,9 @@ type Table struct {
 	pcs   []uint32 // PC - base, ascending
 	rules []uint16 // the row's rule, an index into dict
 	dict  []rule
+	// lazy, when set, answers instead of the rows above: the table is read
+	// in place from its file (lazy.go).
+	lazy *lazyRows
 	// Skipped counts FDEs that could not be read (a bad CIE or FDE body, an
 	// FDE overlapping another); their code has no row and unwinds by frame
 	// pointer.
@@ -63,13 +66,21 @@ func (t *Table) Bytes() int {
 	if t == nil {
 		return 0
 	}
+	if t.lazy != nil {
+		return t.lazy.bytes()
+	}
 	return cap(t.pcs)*4 + cap(t.rules)*2 + cap(t.dict)*ruleBytes + int(unsafe.Sizeof(*t))
 }
 
-// Len is the number of rows.
+// ReadsInPlace reports whether the table reads its rows from its file
+// when they are first looked up (it then keeps the file it was given).
+func (t *Table) ReadsInPlace() bool { return t != nil && t.lazy != nil }
+
+// Len is the number of rows (0 for a table read in place).
 func (t *Table) Len() int { return len(t.pcs) }
 
-// Rows returns a copy of the rows (for tests and tools).
+// Rows returns a copy of the rows (for tests and tools; none for a table
+// read in place).
 func (t *Table) Rows() []Row {
 	out := make([]Row, len(t.pcs))
 	for i, pc := range t.pcs {
@@ -83,6 +94,9 @@ func (t *Table) Rows() []Row {
 func (t *Table) Lookup(vaddr uint64) (Row, bool) {
 	if t == nil {
 		return Row{}, false
+	}
+	if t.lazy != nil {
+		return t.lazy.lookup(vaddr)
 	}
 	if vaddr < t.base || vaddr-t.base >= 1<<32 {
 		return Row{}, false
