@@ -177,3 +177,31 @@ func TestStrippedCgoBinaryIsNamedFromPclntab(t *testing.T) {
 		t.Fatalf("Lookup(main.goFunction+1) = %+v %v", fr, ok)
 	}
 }
+
+// TestSelfNamesInAPIEBinary builds this package's tests as a
+// position-independent executable and runs the agreement test inside it:
+// there the running image sits at a random base, and every name depends on
+// the bias runningImage finds.
+func TestSelfNamesInAPIEBinary(t *testing.T) {
+	if os.Getenv("TRIAGE_SELFNAMES_PIE") == "1" {
+		if im, ok := runningImage(); !ok || im.bias == 0 {
+			t.Fatalf("running as a PIE: image %+v %v, want a bias", im, ok)
+		}
+		return
+	}
+	if testing.Short() {
+		t.Skip("-short: builds this package's tests again")
+	}
+	bin := t.TempDir() + "/flamegraph-pie.test"
+	build := exec.Command("go", "test", "-c", "-buildmode=pie", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go test -c -buildmode=pie: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-test.run=^(TestSelfNamesInAPIEBinary|TestSelfNamesAgreeWithPclntab)$", "-test.v")
+	cmd.Env = append(os.Environ(), "TRIAGE_SELFNAMES_PIE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.Count(string(out), "--- PASS") != 2 {
+		t.Fatalf("PIE child: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
