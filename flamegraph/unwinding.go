@@ -140,7 +140,10 @@ func fallbackReason(err error) string {
 // the binary's size.
 func (s *Symbolizer) unwindTable(pi *ProcessInfo, m *Mapping, bin *Binary) (*unwind.Table, error) {
 	built := !bin.unwindDone.Load() // this call builds it: check the cap after
-	before := heapAllocated()
+	var before uint64
+	if built { // the allocation counter is read for a build, not for every frame
+		before = heapAllocated()
+	}
 	tab, err := bin.UnwindTable(s.mappingPaths(pi.Pid, m), s.debugDirs(pi.Pid), s.cfg.MaxCacheBytes/2)
 	if built {
 		s.afterBuild(before)
