@@ -46,8 +46,7 @@ type Binary struct {
 	unwindOnce sync.Once
 	unwind     *unwind.Table
 	unwindErr  error
-	unwindSize atomic.Int64 // set once the table is built, for Bytes
-	unwindDone atomic.Bool  // UnwindTable has run
+	unwindDone atomic.Bool // UnwindTable has run: unwind may be read
 }
 
 // Frame is one symbolised location.
@@ -138,12 +137,8 @@ func (b *Binary) addInline(f *elf.File, opts binaryOptions) {
 // openELFFile is openELF that also returns the open file, which the
 // caller closes (closing the ELF file closes nothing).
 func openELFFile(path string) (*elf.File, *os.File, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrNotELF, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%w: %s is not a regular file", ErrNotELF, path)
+	if err := checkRegular(path); err != nil {
+		return nil, nil, err
 	}
 	file, err := os.Open(path)
 	if err != nil {
@@ -157,15 +152,24 @@ func openELFFile(path string) (*elf.File, *os.File, error) {
 	return f, file, nil
 }
 
+// checkRegular refuses anything but a regular file (a directory, FIFO or
+// device) before it is opened.
+func checkRegular(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotELF, err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s is not a regular file", ErrNotELF, path)
+	}
+	return nil
+}
+
 // openELF opens a regular file as ELF; a directory, FIFO or device is
 // refused before anything is read from it.
 func openELF(path string) (*elf.File, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotELF, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrNotELF, path)
+	if err := checkRegular(path); err != nil {
+		return nil, err
 	}
 	f, err := elf.Open(path)
 	if err != nil {
@@ -437,10 +441,9 @@ func (b *Binary) UnwindTable(paths, debugDirs []string, maxBytes int) (*unwind.T
 			// first lands in it (flamegraph/unwind/lazy.go).
 			b.unwind, b.unwindErr = unwind.FromELF(f, dbg, unwind.ELFOptions{MaxTableBytes: maxBytes, File: file})
 		}()
-		if b.unwind == nil || !b.unwind.ReadsInPlace() {
+		if !b.unwind.ReadsInPlace() {
 			file.Close()
 		}
-		b.unwindSize.Store(int64(b.unwind.Bytes()))
 	})
 	return b.unwind, b.unwindErr
 }
@@ -452,8 +455,8 @@ func (b *Binary) Bytes() int {
 	if b.inline != nil {
 		n += b.inline.bytes
 	}
-	if b.unwindDone.Load() && b.unwind.ReadsInPlace() {
-		return n + b.unwind.Bytes() // grows as functions are read
+	if b.unwindDone.Load() {
+		n += b.unwind.Bytes() // a table read in place grows as functions are read
 	}
-	return n + int(b.unwindSize.Load())
+	return n
 }
