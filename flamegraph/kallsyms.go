@@ -177,6 +177,10 @@ func (k *KernelSymbols) Resolve(addrs []uint64) error {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	return k.resolveLocked(addrs)
+}
+
+func (k *KernelSymbols) resolveLocked(addrs []uint64) error {
 	for attempt := 0; ; attempt++ {
 		want := k.missingLocked(addrs)
 		if len(want) == 0 {
@@ -231,11 +235,11 @@ func (k *KernelSymbols) Lookup(addr uint64) (name, module string, ok bool) {
 	if k == nil {
 		return "", "", false
 	}
-	if err := k.Resolve([]uint64{addr}); err != nil {
-		return "", "", false
-	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if err := k.resolveLocked([]uint64{addr}); err != nil {
+		return "", "", false
+	}
 	s, ok := symbolAt(k.addrs, addr)
 	if !ok {
 		return "", "", false
