@@ -92,23 +92,35 @@ func runningImage() (selfImage, bool) {
 // unnamed (its name is at offset 0, which the runtime takes for none).
 func (im selfImage) runtimeFrame(vaddr uint64) (Frame, bool) {
 	pc := uintptr(vaddr + im.bias)
-	fn := runtime.FuncForPC(pc)
-	if fn == nil {
+	fn, name := outerFunc(pc)
+	if name == "" {
 		return Frame{}, false
 	}
 	file, line := fn.FileLine(pc)
 	if file == "?" || line <= 0 { // no line table entry (the padding past a function's code)
 		file, line = "", 0
 	}
-	if outer := runtime.FuncForPC(fn.Entry()); outer != nil {
-		fn = outer
-	}
-	name := fn.Name()
-	return Frame{Function: name, File: file, Line: line}, name != ""
+	return Frame{Function: name, File: file, Line: line}, true
 }
 
-// knowsPC reports whether the runtime's table names vaddr.
+// outerFunc is the function table's entry at pc (the innermost function
+// where code was inlined, whose FileLine is pc's own) and the name of the
+// function it was inlined into; "" when none.
+func outerFunc(pc uintptr) (*runtime.Func, string) {
+	fn := runtime.FuncForPC(pc)
+	if fn == nil {
+		return nil, ""
+	}
+	if outer := runtime.FuncForPC(fn.Entry()); outer != nil {
+		return fn, outer.Name()
+	}
+	return fn, fn.Name()
+}
+
+// knowsPC reports whether the runtime's table names vaddr (without its
+// line, which only a lookup needs: this runs for every ELF symbol of the
+// binary when it is read).
 func (im selfImage) knowsPC(vaddr uint64) bool {
-	_, ok := im.runtimeFrame(vaddr)
-	return ok
+	_, name := outerFunc(uintptr(vaddr + im.bias))
+	return name != ""
 }
