@@ -116,24 +116,40 @@ func ehFrame(f *elf.File, limit uint64) ([]byte, uint64, error) {
 	}
 	// No section headers (stripped with sstrip, some loaders' output):
 	// PT_GNU_EH_FRAME is .eh_frame_hdr, which says where .eh_frame is.
+	h, err := ehFrameHdrSegment(f, limit)
+	if h == nil || err != nil {
+		return nil, 0, err
+	}
+	// .eh_frame has no size of its own here: read to the end of its
+	// segment; the parser stops at the zero terminator.
+	data, err := readToSegmentEnd(f, h.EHFrame, limit)
+	return data, h.EHFrame, err
+}
+
+// ehFrameHdrSegment reads and parses .eh_frame_hdr through the first
+// PT_GNU_EH_FRAME segment; nil, nil when the file has none.
+func ehFrameHdrSegment(f *elf.File, limit uint64) (*EHFrameHdr, error) {
 	for _, p := range f.Progs {
 		if p.Type != elf.PT_GNU_EH_FRAME {
 			continue
 		}
 		hdr, err := readSegment(f, p.Vaddr, p.Filesz, limit)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
-		h, err := ParseEHFrameHdr(hdr, p.Vaddr)
-		if err != nil {
-			return nil, 0, err
-		}
-		// .eh_frame has no size of its own here: read to the end of its
-		// segment; the parser stops at the zero terminator.
-		data, err := readToSegmentEnd(f, h.EHFrame, limit)
-		return data, h.EHFrame, err
+		return ParseEHFrameHdr(hdr, p.Vaddr)
 	}
-	return nil, 0, nil
+	return nil, nil
+}
+
+// loadSegment is the first PT_LOAD segment whose file bytes hold vaddr.
+func loadSegment(f *elf.File, vaddr uint64) (*elf.Prog, bool) {
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && vaddr >= p.Vaddr && vaddr-p.Vaddr < p.Filesz {
+			return p, true
+		}
+	}
+	return nil, false
 }
 
 func readSegment(f *elf.File, vaddr, size, limit uint64) ([]byte, error) {
@@ -153,10 +169,8 @@ func readSegment(f *elf.File, vaddr, size, limit uint64) ([]byte, error) {
 }
 
 func readToSegmentEnd(f *elf.File, vaddr, limit uint64) ([]byte, error) {
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && vaddr >= p.Vaddr && vaddr-p.Vaddr < p.Filesz {
-			return readSegment(f, vaddr, min(p.Filesz-(vaddr-p.Vaddr), limit), limit)
-		}
+	if p, ok := loadSegment(f, vaddr); ok {
+		return readSegment(f, vaddr, min(p.Filesz-(vaddr-p.Vaddr), limit), limit)
 	}
 	return nil, fmt.Errorf("%w: .eh_frame at 0x%x is in no loaded segment", ErrNoCFI, vaddr)
 }

@@ -61,30 +61,20 @@ const (
 // table (0: no cap): a search table over it is ErrTooLarge, and the rows
 // kept start again when they would pass what is left of it.
 func newLazyRows(f *elf.File, file io.ReaderAt, limit uint64, maxBytes int) (l *lazyRows, ok bool, err error) {
-	var hdrData []byte
-	var hdrAddr uint64
+	var h *EHFrameHdr
 	if sec := f.Section(".eh_frame_hdr"); sec != nil && sec.Type != elf.SHT_NOBITS && sec.Flags&elf.SHF_COMPRESSED == 0 {
 		data, err := sectionData(f, ".eh_frame_hdr", limit)
 		if err != nil {
 			return nil, false, nil
 		}
-		hdrData, hdrAddr = data, sec.Addr
-	} else {
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_GNU_EH_FRAME {
-				data, err := readSegment(f, p.Vaddr, p.Filesz, limit)
-				if err != nil {
-					return nil, false, nil
-				}
-				hdrData, hdrAddr = data, p.Vaddr
-			}
+		h, err = ParseEHFrameHdr(data, sec.Addr)
+		if err != nil {
+			return nil, false, nil
 		}
-	}
-	if hdrData == nil {
+	} else if h, err = ehFrameHdrSegment(f, limit); err != nil {
 		return nil, false, nil
 	}
-	h, err := ParseEHFrameHdr(hdrData, hdrAddr)
-	if err != nil || len(h.Table) == 0 {
+	if h == nil || len(h.Table) == 0 {
 		return nil, false, nil
 	}
 	if maxBytes > 0 && 8*len(h.Table) > maxBytes {
@@ -95,17 +85,12 @@ func newLazyRows(f *elf.File, file io.ReaderAt, limit uint64, maxBytes int) (l *
 	if maxBytes > 0 {
 		l.maxBytes = max(maxBytes-8*len(h.Table), 4<<10)
 	}
-	found := false
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && l.ehAddr >= p.Vaddr && l.ehAddr-p.Vaddr < p.Filesz {
-			l.ehOff = int64(p.Off + l.ehAddr - p.Vaddr)
-			l.ehSize = p.Filesz - (l.ehAddr - p.Vaddr)
-			found = true
-		}
-	}
-	if !found || len(h.Table) > 1<<31 {
+	p, found := loadSegment(f, l.ehAddr)
+	if !found {
 		return nil, false, nil
 	}
+	l.ehOff = int64(p.Off + l.ehAddr - p.Vaddr)
+	l.ehSize = p.Filesz - (l.ehAddr - p.Vaddr)
 	l.pcs = make([]uint32, len(h.Table))
 	l.fdes = make([]uint32, len(h.Table))
 	for i, e := range h.Table {
