@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -318,11 +317,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		})
 	}
 	a.ready.Store(true)
-	// What starting left as garbage (the profiler's programs loaded after
-	// the collector returned its own, the model's read) goes back now,
-	// not at the first window a minute on.
-	debug.FreeOSMemory()
-	if released, err := releaseFilePages(); err != nil {
+	// What starting left goes back now, not at the first window a minute on.
+	if released, err := returnFreeMemory(); err != nil {
 		a.log.Warn("could not release the file pages mapped at start", "err", err)
 	} else {
 		a.log.Debug("released the file pages mapped at start", "bytes", released)

@@ -29,7 +29,7 @@ func newProfiler(log *slog.Logger, cfg Config) profiler {
 		// cache it builds: a larger read would grow the heap past it.
 		Symbolizer: flamegraph.SymbolizerConfig{MaxCacheBytes: cfg.FlamegraphCacheBytes, MaxDWARFBytes: cfg.FlamegraphCacheBytes,
 			AfterBuild: newBuildMemory().afterBuild},
-		AfterWindow: func() { returnWindowMemory() }})
+		AfterWindow: func() { _, _ = returnFreeMemory() }})
 	if err != nil {
 		log.Warn("flame-graph recorder unavailable; /flamegraphs lists what is on disk", "err", err)
 		return nil

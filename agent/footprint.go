@@ -152,7 +152,10 @@ func MallocSetInEnvironment(environ []string, variable, tunable string) bool {
 	return false
 }
 
-// returnWindowMemory runs after each flame-graph window is written. A
+// returnFreeMemory runs once the agent is ready (what starting left: the
+// profiler's programs, loaded after the signals collector returned its
+// own garbage, and the model's read) and after each flame-graph window is
+// written. A
 // window's symbolisation is the agent's one burst of allocation (a new
 // binary's symbols and unwind tables, the profile), which the runtime's
 // scavenger returns only slowly, and it walks code and constants nothing
@@ -164,8 +167,7 @@ func MallocSetInEnvironment(environ []string, variable, tunable string) bool {
 // costs a forced collection and one read of /proc/self/smaps, a few
 // milliseconds (docs/footprint.md, "Returning a window's memory"). It
 // returns the file pages' resident bytes released.
-func returnWindowMemory() int64 {
+func returnFreeMemory() (int64, error) {
 	debug.FreeOSMemory()
-	released, _ := releaseFilePages()
-	return released
+	return releaseFilePages()
 }
