@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -39,6 +40,15 @@ type metrics struct {
 	tokenReloadFailures prometheus.Counter
 }
 
+// decideLatencyBuckets bound triage_decide_latency_seconds: 5 µs to 0.23 s
+// in steps of √2. A quantile read from a classic histogram is interpolated
+// within its bucket, so it is only as good as the bucket's width: with
+// doubling buckets a p99 anywhere between 80 and 160 µs read the same, on
+// either side of the 100 µs the in-agent decide is held to (issue 15). At
+// √2 a reading is within ±20% of the true quantile, for 33 series instead
+// of 17. docs/footprint.md, "The in-agent tail at a finer grain".
+var decideLatencyBuckets = prometheus.ExponentialBuckets(5e-6, math.Sqrt2, 32)
+
 func newMetrics(a *Agent) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "triage_decisions_total", Help: "Decisions served, by priority (0 lowest .. 4 highest)."}, []string{"priority"})
@@ -52,7 +62,7 @@ func newMetrics(a *Agent) *metrics {
 	}
 	m.decideLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "triage_decide_latency_seconds", Help: "Time from a decide request reaching the agent to its answer (state assembly, batching wait, model, bookkeeping).",
-		Buckets: prometheus.ExponentialBuckets(5e-6, 2, 16),
+		Buckets: decideLatencyBuckets,
 	})
 	m.modelLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "triage_model_batch_seconds", Help: "Duration of one batched model call.",
