@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,11 +45,13 @@ type Agent struct {
 	exp     *experience.Writer
 	store   *flamegraph.Store
 	prof    profiler
-	server  *serve.Server
-	auth    *access.Tokens // the endpoint's and the admin port's tokens
-	admin   *http.Server
-	adminLn net.Listener
-	metrics *metrics
+	// windowProcs gives each flame-graph window more Ps (Config.WindowMaxProcs).
+	windowProcs windowProcs
+	server      *serve.Server
+	auth        *access.Tokens // the endpoint's and the admin port's tokens
+	admin       *http.Server
+	adminLn     net.Listener
+	metrics     *metrics
 
 	lastSwap  atomic.Int64 // unix nanos of the last model swap
 	expErrLog atomic.Int64 // unix nanos of the last logged experience error
@@ -133,8 +136,10 @@ func New(cfg Config) (a *Agent, err error) {
 		}
 	}
 	if cfg.MaxProcs > 0 {
+		available := runtime.GOMAXPROCS(0) // the runtime's default, or the environment's
 		procs := applyMaxProcs(cfg.MaxProcs)
-		a.log.Debug("GOMAXPROCS", "procs", procs, "from_environment", procs != cfg.MaxProcs)
+		a.windowProcs = newWindowProcs(procs, available, cfg.WindowMaxProcs)
+		a.log.Debug("GOMAXPROCS", "procs", procs, "from_environment", procs != cfg.MaxProcs, "window_procs", a.windowProcs.during)
 	}
 	a.metrics = newMetrics(a)
 	a.table = newTableProducer(a, cfg.TableInterval, cfg.TableMaxCells)
@@ -208,7 +213,7 @@ func New(cfg Config) (a *Agent, err error) {
 			return nil, fmt.Errorf("opening the flame-graph store: %w", err)
 		}
 		if !cfg.NoEBPF {
-			a.prof = newProfiler(a.log, cfg)
+			a.prof = newProfiler(a.log, cfg, a.windowProcs)
 		}
 	}
 

@@ -116,6 +116,13 @@ type Config struct {
 	// so 0 (the zero Config's) leaves the runtime as it is; `triage agent`
 	// passes DefaultMaxProcs. GOMAXPROCS in the environment wins.
 	MaxProcs int
+	// WindowMaxProcs is GOMAXPROCS while a flame-graph window is built and
+	// written, where the agent runs on one P (MaxProcs 1, GOMAXPROCS not
+	// in the environment) and the runtime had more to give; 0 or 1 (the
+	// default) leaves windows on the agent's one P. A second P lets decide
+	// calls be read and answered beside a window instead of behind it, for
+	// a few MiB more resident memory (WindowMaxProcs' comment).
+	WindowMaxProcs int
 	// MallocMmapThreshold fixes glibc's mmap threshold (the C heap's, ONNX
 	// Runtime's) at this many bytes, set by New: process-wide, so 0 (the
 	// zero Config's) leaves glibc as it is; `triage agent` passes
@@ -269,8 +276,8 @@ func (c Config) withDefaults() (Config, error) {
 	if _, err := profiling.ParseUnwindMode(c.FlamegraphUnwind); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
-	if c.MaxProcs < 0 {
-		return c, fmt.Errorf("%w: GOMAXPROCS of %d", ErrBadConfig, c.MaxProcs)
+	if c.MaxProcs < 0 || c.WindowMaxProcs < 0 {
+		return c, fmt.Errorf("%w: GOMAXPROCS of %d, %d during windows", ErrBadConfig, c.MaxProcs, c.WindowMaxProcs)
 	}
 	if c.Nice < -20 || c.Nice > 19 {
 		return c, fmt.Errorf("%w: niceness %d, want -20 to 19", ErrBadConfig, c.Nice)

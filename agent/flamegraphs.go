@@ -21,7 +21,7 @@ import (
 
 // newProfiler loads the stack sampler; without it the agent runs without
 // flame graphs (and says so), never fails.
-func newProfiler(log *slog.Logger, cfg Config) profiler {
+func newProfiler(log *slog.Logger, cfg Config, procs windowProcs) profiler {
 	mode, _ := profiling.ParseUnwindMode(cfg.FlamegraphUnwind) // checked by withDefaults
 	r, err := profiling.New(profiling.Config{Logger: log, Unwind: mode,
 		Profiler: bpf.ProfilerOptions{CopyRingBytes: copyRingBytes(runtime.NumCPU())},
@@ -29,7 +29,11 @@ func newProfiler(log *slog.Logger, cfg Config) profiler {
 		// cache it builds: a larger read would grow the heap past it.
 		Symbolizer: flamegraph.SymbolizerConfig{MaxCacheBytes: cfg.FlamegraphCacheBytes, MaxDWARFBytes: cfg.FlamegraphCacheBytes,
 			AfterBuild: newBuildMemory().afterBuild},
-		AfterWindow: func() { _, _ = returnFreeMemory() }})
+		BeforeWindow: procs.begin,
+		AfterWindow: func() {
+			procs.end()
+			_, _ = returnFreeMemory()
+		}})
 	if err != nil {
 		log.Warn("flame-graph recorder unavailable; /flamegraphs lists what is on disk", "err", err)
 		return nil

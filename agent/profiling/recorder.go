@@ -24,9 +24,11 @@ type Config struct {
 	// from it.
 	Unwind UnwindMode
 	Logger *slog.Logger
-	// AfterWindow, when set, is called by Run after each window is
-	// written: the agent hands the window's garbage back to the OS there.
-	AfterWindow func()
+	// BeforeWindow, when set, is called by Run before each window is
+	// collected, and AfterWindow after it is written: the agent gives the
+	// window a second P between the two and hands the window's garbage back
+	// to the OS in the second.
+	BeforeWindow, AfterWindow func()
 }
 
 // UnwindMode is how user stacks are walked.
@@ -69,8 +71,8 @@ type Recorder struct {
 	copies     *copyAggregator
 	copiesDone chan struct{}
 	// unwindNote goes into every profile's comments: how stacks were walked.
-	unwindNote  string
-	afterWindow func() // Config.AfterWindow
+	unwindNote                string
+	beforeWindow, afterWindow func() // Config.BeforeWindow, Config.AfterWindow
 }
 
 // Result is one drained, symbolised window.
@@ -109,7 +111,7 @@ func New(cfg Config) (*Recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting profiler: %w", err)
 	}
-	r := &Recorder{prof: p, sym: sym, log: log, unwindNote: note, afterWindow: cfg.AfterWindow}
+	r := &Recorder{prof: p, sym: sym, log: log, unwindNote: note, beforeWindow: cfg.BeforeWindow, afterWindow: cfg.AfterWindow}
 	if rd, err := p.CopyReader(); err == nil {
 		o := p.Options()
 		r.unwindNote = fmt.Sprintf("unwind: .eh_frame/.debug_frame tables on %d KiB user stack copies; frame pointers for Go and where no table covers", o.StackCopyBytes>>10)
@@ -292,14 +294,18 @@ func (r *Recorder) Run(ctx context.Context, store *flamegraph.Store, interval ti
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err := r.SaveWindow(store); err != nil {
-			if errors.Is(err, bpf.ErrProfilerShut) {
-				return err
-			}
-			r.log.Warn("flame graph window", "err", err)
+		if r.beforeWindow != nil {
+			r.beforeWindow()
 		}
+		err := r.SaveWindow(store)
 		if r.afterWindow != nil {
 			r.afterWindow()
+		}
+		if errors.Is(err, bpf.ErrProfilerShut) {
+			return err
+		}
+		if err != nil {
+			r.log.Warn("flame graph window", "err", err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package profiling
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -228,27 +229,36 @@ func TestSaveWindowIntoStore(t *testing.T) {
 	}
 }
 
-// TestRunCallsAfterWindowOncePerWindow: Run calls Config.AfterWindow once
-// after each window it writes (the agent returns the window's memory to
-// the OS there), and only then.
-func TestRunCallsAfterWindowOncePerWindow(t *testing.T) {
+// TestRunCallsTheWindowHooksAroundEachWindow: Run calls
+// Config.BeforeWindow before each window is collected and
+// Config.AfterWindow once it is written (the agent gives the window a
+// second P between them and returns its memory to the OS in the second),
+// each once a window, in that order.
+func TestRunCallsTheWindowHooksAroundEachWindow(t *testing.T) {
 	store, err := flamegraph.NewStore(flamegraph.StoreConfig{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stored []int // windows in the store at each call
-	r := recordBusyTarget(t, Config{AfterWindow: func() { stored = append(stored, len(store.List())) }})
+	var calls []string // "before N" / "after N": N windows in the store at the call
+	hook := func(name string) func() {
+		return func() { calls = append(calls, fmt.Sprintf("%s %d", name, len(store.List()))) }
+	}
+	r := recordBusyTarget(t, Config{BeforeWindow: hook("before"), AfterWindow: hook("after")})
 	ctx, cancel := context.WithTimeout(t.Context(), 1700*time.Millisecond)
 	defer cancel()
 	if err := r.Run(ctx, store, 500*time.Millisecond); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if len(stored) < 2 {
-		t.Fatalf("AfterWindow called %d times in three windows' time, want 2 or more", len(stored))
+	if len(calls) < 4 {
+		t.Fatalf("hooks called %v in three windows' time, want two windows' worth or more", calls)
 	}
-	for i, n := range stored {
-		if n != i+1 {
-			t.Fatalf("call %d found %d windows stored, want %d (one call after each window is written): %v", i+1, n, i+1, stored)
+	for i, c := range calls {
+		want := fmt.Sprintf("before %d", i/2)
+		if i%2 == 1 {
+			want = fmt.Sprintf("after %d", i/2+1)
+		}
+		if c != want {
+			t.Fatalf("call %d was %q, want %q (each window between its two hooks): %v", i+1, c, want, calls)
 		}
 	}
 }

@@ -1,0 +1,51 @@
+package agent
+
+import (
+	"os"
+	"runtime"
+)
+
+// windowProcs raises GOMAXPROCS from base to during for each flame-graph
+// window and lowers it again after (Config.WindowMaxProcs). The zero
+// value does nothing.
+//
+// Why an operator may want it: on one P, a window's work (naming its
+// kernel frames from /proc/kallsyms, symbolising, writing pprof and SVG:
+// 70 to 90 ms here) holds the P, and the goroutines that read and answer
+// decide calls wait for the runtime's next look at the network, up to
+// 10 ms, however short their own work. That wait is not in
+// triage_decide_latency_seconds (it starts once a request is read) but in
+// every caller's round trip: under `bench e2e --decide remote` with 10 s
+// windows the round trip's p99 read 6.0 to 10.6 ms on one P against 4.8
+// to 5.5 ms with a second P during windows, and the agent held 3 MiB more
+// over the run (docs/footprint.md, "A second P while a window runs"),
+// which is why it is not the default.
+type windowProcs struct{ base, during int }
+
+// newWindowProcs is the window's Ps for an agent that set GOMAXPROCS to
+// applied where the runtime's own default (one P per CPU its cgroup
+// allows) was available, asked for want: min(want, available) where the
+// agent runs on one P and more are available and wanted, else none. An
+// operator's GOMAXPROCS in the environment is left alone, as
+// applyMaxProcs leaves it.
+func newWindowProcs(applied, available, want int) windowProcs {
+	if _, set := os.LookupEnv("GOMAXPROCS"); set || applied != 1 || available <= applied || want <= applied {
+		return windowProcs{}
+	}
+	return windowProcs{base: applied, during: min(want, available)}
+}
+
+// begin gives the window its Ps: a stop of the world, tens of µs, once a
+// window.
+func (w windowProcs) begin() {
+	if w.during > w.base {
+		runtime.GOMAXPROCS(w.during)
+	}
+}
+
+// end takes them back.
+func (w windowProcs) end() {
+	if w.during > w.base {
+		runtime.GOMAXPROCS(w.base)
+	}
+}
