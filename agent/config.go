@@ -121,7 +121,7 @@ type Config struct {
 	// in the environment) and the runtime had more to give; 0 or 1 (the
 	// default) leaves windows on the agent's one P. A second P lets decide
 	// calls be read and answered beside a window instead of behind it, for
-	// a few MiB more resident memory (WindowMaxProcs' comment).
+	// a few MiB more resident memory (windowProcs says what was measured).
 	WindowMaxProcs int
 	// MallocMmapThreshold fixes glibc's mmap threshold (the C heap's, ONNX
 	// Runtime's) at this many bytes, set by New: process-wide, so 0 (the

@@ -25,9 +25,10 @@ type Config struct {
 	Unwind UnwindMode
 	Logger *slog.Logger
 	// BeforeWindow, when set, is called by Run before each window is
-	// collected, and AfterWindow after it is written: the agent gives the
-	// window a second P between the two and hands the window's garbage back
-	// to the OS in the second.
+	// collected, and AfterWindow after it is written (also when writing
+	// failed): the agent may give the window more Ps between the two
+	// (--window-max-procs) and hands the window's garbage back to the OS
+	// in the second.
 	BeforeWindow, AfterWindow func()
 }
 
