@@ -231,8 +231,8 @@ func TestSaveWindowIntoStore(t *testing.T) {
 
 // TestRunCallsTheWindowHooksAroundEachWindow: Run calls
 // Config.BeforeWindow before each window is collected and
-// Config.AfterWindow once it is written (the agent gives the window a
-// second P between them and returns its memory to the OS in the second),
+// Config.AfterWindow once it is written (the agent may give the window
+// more Ps between them, and returns its memory to the OS in the second),
 // each once a window, in that order.
 func TestRunCallsTheWindowHooksAroundEachWindow(t *testing.T) {
 	store, err := flamegraph.NewStore(flamegraph.StoreConfig{Dir: t.TempDir()})
