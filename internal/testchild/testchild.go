@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -107,4 +108,16 @@ func Kill(t testing.TB, cmd *exec.Cmd) {
 		t.Fatalf("killing the test child: %v", err)
 	}
 	_ = cmd.Wait()
+}
+
+// Block never returns: a child's role that waits to be killed calls it.
+// A bare select {} is not that: with no other goroutine the Go runtime
+// finds every goroutine asleep and ends the process at once ("all
+// goroutines are asleep - deadlock!"), which raced with the parent's look
+// at the child (a test saw it with one thread, a zombie's). A sleeping
+// goroutine holds a timer, which the runtime counts as a way out.
+func Block() {
+	for {
+		time.Sleep(time.Hour)
+	}
 }

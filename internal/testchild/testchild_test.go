@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,7 +20,7 @@ const roleEnv = "TRIAGE_TESTCHILD_ROLE"
 func TestMain(m *testing.M) {
 	if role := os.Getenv(roleEnv); role != "" {
 		fmt.Println("role", role)
-		select {}
+		Block()
 	}
 	os.Exit(m.Run())
 }
@@ -41,6 +42,11 @@ func TestChildRunsItsRoleAndDiesOfSIGKILL(t *testing.T) {
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || line != "role waiter\n" {
 		t.Fatalf("child said %q (%v), want its role", line, err)
+	}
+	// Still waiting, not dead of a deadlock (what select {} gave).
+	time.Sleep(200 * time.Millisecond)
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)); err != nil || childState(stat) != "S" {
+		t.Fatalf("child 200 ms after its role: state %q (%v), want S (sleeping)", childState(stat), err)
 	}
 	Kill(t, cmd)
 	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
@@ -98,6 +104,17 @@ func TestStartIdleRefusesPdeathsig(t *testing.T) {
 	if !strings.Contains(ft.msg, "Pdeathsig") || cmd.Process != nil {
 		t.Fatalf("StartIdle said %q and started %v, want a refusal naming Pdeathsig", ft.msg, cmd.Process)
 	}
+}
+
+// childState is the state letter of a /proc/PID/stat line, after the
+// command name's closing parenthesis.
+func childState(stat []byte) string {
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return ""
+	}
+	return s[i+2 : i+3]
 }
 
 // fatalRecorder records Fatal's message and stops the caller as Fatal

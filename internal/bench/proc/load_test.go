@@ -99,7 +99,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		fmt.Println(strings.Trim(fmt.Sprint(g.PIDs()), "[]"))
-		select {}
+		testchild.Block()
 	}
 	os.Exit(m.Run())
 }
