@@ -118,10 +118,10 @@ type Config struct {
 	MaxProcs int
 	// WindowMaxProcs is GOMAXPROCS while a flame-graph window is built and
 	// written, where the agent runs on one P (MaxProcs 1, GOMAXPROCS not
-	// in the environment) and the runtime had more to give; 0 or 1 (the
-	// default) leaves windows on the agent's one P. A second P lets decide
-	// calls be read and answered beside a window instead of behind it, for
-	// a few MiB more resident memory (windowProcs says what was measured).
+	// in the environment) and the runtime had more to give; 0 (the zero
+	// Config's) or 1 leaves windows on the agent's one P; `triage agent`
+	// passes DefaultWindowMaxProcs. A second P lets decide calls be read
+	// and answered beside a window instead of behind it.
 	WindowMaxProcs int
 	// MallocMmapThreshold fixes glibc's mmap threshold (the C heap's, ONNX
 	// Runtime's) at this many bytes, set by New: process-wide, so 0 (the

@@ -5,21 +5,26 @@ import (
 	"runtime"
 )
 
+// DefaultWindowMaxProcs is `triage agent`'s GOMAXPROCS while a flame-graph
+// window is built and written (--window-max-procs), where it runs on its
+// one P and the runtime has more to give.
+//
+// Why: on one P, a window's work (naming its kernel frames from
+// /proc/kallsyms, symbolising, writing pprof and SVG: 70 to 90 ms here)
+// holds the P, and the goroutines that read and answer decide calls wait
+// for the runtime's next look at the network, up to 10 ms, however short
+// their own work. That wait is not in triage_decide_latency_seconds (it
+// starts once a request is read) but in every caller's round trip: under
+// `bench e2e --decide remote` with 10 s windows the round trip's p99 was
+// lower with a second P during windows in each of eight alternating pairs
+// (4.6 to 5.7 ms against 5.5 to 15.1), resident memory level where both
+// ran from the same file, CPU within the runs' spread
+// (docs/footprint.md, "A second P while a window runs").
+const DefaultWindowMaxProcs = 2
+
 // windowProcs raises GOMAXPROCS from base to during for each flame-graph
 // window and lowers it again after (Config.WindowMaxProcs). The zero
 // value does nothing.
-//
-// Why an operator may want it: on one P, a window's work (naming its
-// kernel frames from /proc/kallsyms, symbolising, writing pprof and SVG:
-// 70 to 90 ms here) holds the P, and the goroutines that read and answer
-// decide calls wait for the runtime's next look at the network, up to
-// 10 ms, however short their own work. That wait is not in
-// triage_decide_latency_seconds (it starts once a request is read) but in
-// every caller's round trip: under `bench e2e --decide remote` with 10 s
-// windows the round trip's p99 read 6.0 to 10.6 ms on one P against 4.8
-// to 5.5 ms with a second P during windows, and the agent held 3 MiB more
-// over the run (docs/footprint.md, "A second P while a window runs"),
-// which is why it is not the default.
 type windowProcs struct{ base, during int }
 
 // newWindowProcs is the window's Ps for an agent that set GOMAXPROCS to
