@@ -6,21 +6,23 @@ import (
 )
 
 // DefaultWindowMaxProcs is `triage agent`'s GOMAXPROCS while a flame-graph
-// window is built and written (--window-max-procs), where it runs on its
-// one P and the runtime has more to give.
+// window is built and written (--window-max-procs): 1, the window stays on
+// the agent's one P.
 //
-// Why: on one P, a window's work (naming its kernel frames from
-// /proc/kallsyms, symbolising, writing pprof and SVG: 70 to 90 ms here)
-// holds the P, and the goroutines that read and answer decide calls wait
-// for the runtime's next look at the network, up to 10 ms, however short
-// their own work. That wait is not in triage_decide_latency_seconds (it
-// starts once a request is read) but in every caller's round trip: under
-// `bench e2e --decide remote` with 10 s windows the round trip's p99 was
-// lower with a second P during windows in each of eight alternating pairs
-// (4.6 to 5.7 ms against 5.5 to 15.1), resident memory level where both
-// ran from the same file, CPU within the runs' spread
-// (docs/footprint.md, "A second P while a window runs").
-const DefaultWindowMaxProcs = 2
+// What a second P buys: on one P, a window's work (naming its kernel
+// frames from /proc/kallsyms, symbolising, writing pprof and SVG: 70 to
+// 90 ms here) holds the P, and the goroutines that read and answer decide
+// calls wait for the runtime's next look at the network, up to 10 ms,
+// however short their own work. That wait is not in
+// triage_decide_latency_seconds (it starts once a request is read) but in
+// every caller's round trip: under `bench e2e --decide remote` with 10 s
+// windows the round trip's p99 was lower with a second P in each of ten
+// alternating pairs (mean 5.1 against 9.1 ms). Why it is not the default:
+// in the five pairs run from one and the same binary file the agent took
+// 2.2 points more of a core (14.1 against 11.9%), the issue's CPU goal
+// being the one unmet, and SLA attainment did not rise (docs/footprint.md,
+// "A second P while a window runs").
+const DefaultWindowMaxProcs = 1
 
 // windowProcs raises GOMAXPROCS from base to during for each flame-graph
 // window and lowers it again after (Config.WindowMaxProcs). The zero
