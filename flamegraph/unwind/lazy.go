@@ -109,11 +109,7 @@ func (l *lazyRows) bytes() int {
 }
 
 func (l *lazyRows) lookup(vaddr uint64) (Row, bool) {
-	if vaddr < l.base || vaddr-l.base >= 1<<32 {
-		return Row{}, false
-	}
-	pc := uint32(vaddr - l.base)
-	i := sort.Search(len(l.pcs), func(i int) bool { return l.pcs[i] > pc }) - 1
+	i := floorIndex(l.pcs, l.base, vaddr)
 	if i < 0 {
 		return Row{}, false
 	}

@@ -98,12 +98,7 @@ func (t *Table) Lookup(vaddr uint64) (Row, bool) {
 	if t.lazy != nil {
 		return t.lazy.lookup(vaddr)
 	}
-	if vaddr < t.base || vaddr-t.base >= 1<<32 {
-		return Row{}, false
-	}
-	pc := uint32(vaddr - t.base)
-	pcs := t.pcs
-	i := sort.Search(len(pcs), func(i int) bool { return pcs[i] > pc }) - 1
+	i := floorIndex(t.pcs, t.base, vaddr)
 	if i < 0 {
 		return Row{}, false
 	}
@@ -111,7 +106,30 @@ func (t *Table) Lookup(vaddr uint64) (Row, bool) {
 	if r.kind == KindNone {
 		return Row{}, false
 	}
-	return r.row(t.base + uint64(pcs[i])), true
+	return r.row(t.base + uint64(t.pcs[i])), true
+}
+
+// floorIndex is the index of the last of pcs (offsets from base,
+// ascending) at or below vaddr: the row, or the function, in force there.
+// It is -1 where none is, and where vaddr is beyond the 4 GiB the offsets
+// reach. A whole table searches its rows with it, a table read in place
+// its functions.
+func floorIndex(pcs []uint32, base, vaddr uint64) int {
+	if vaddr < base || vaddr-base >= 1<<32 {
+		return -1
+	}
+	pc := uint32(vaddr - base)
+	// sort.Search's, without its closure: this runs for every frame.
+	lo, hi := 0, len(pcs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if pcs[m] > pc {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo - 1
 }
 
 // CFI is one section of call frame information to build a table from.
