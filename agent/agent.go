@@ -139,7 +139,7 @@ func New(cfg Config) (a *Agent, err error) {
 		available := runtime.GOMAXPROCS(0) // the runtime's default, or the environment's
 		procs := applyMaxProcs(cfg.MaxProcs)
 		a.windowProcs = newWindowProcs(procs, available, cfg.WindowMaxProcs)
-		a.log.Debug("GOMAXPROCS", "procs", procs, "from_environment", procs != cfg.MaxProcs, "window_procs", a.windowProcs.during)
+		a.log.Debug("GOMAXPROCS", "procs", procs, "from_environment", maxProcsFromEnvironment(), "window_procs", a.windowProcs.during)
 	}
 	a.metrics = newMetrics(a)
 	a.table = newTableProducer(a, cfg.TableInterval, cfg.TableMaxCells)

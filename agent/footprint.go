@@ -77,11 +77,19 @@ func applyGoMemoryLimit(limit int64) int64 {
 // or the symboliser holds the P, so a remote decide may wait behind it.
 const DefaultMaxProcs = 1
 
+// maxProcsFromEnvironment reports whether GOMAXPROCS is set in the
+// environment: the operator's word, which the agent neither replaces nor
+// raises for a window.
+func maxProcsFromEnvironment() bool {
+	_, set := os.LookupEnv("GOMAXPROCS")
+	return set
+}
+
 // applyMaxProcs sets GOMAXPROCS to n unless it is 0 or the environment
 // sets GOMAXPROCS (the operator's word wins); it returns the value in
 // force.
 func applyMaxProcs(n int) int {
-	if _, set := os.LookupEnv("GOMAXPROCS"); set || n <= 0 {
+	if maxProcsFromEnvironment() || n <= 0 {
 		return runtime.GOMAXPROCS(0)
 	}
 	runtime.GOMAXPROCS(n)

@@ -1,9 +1,6 @@
 package agent
 
-import (
-	"os"
-	"runtime"
-)
+import "runtime"
 
 // DefaultWindowMaxProcs is `triage agent`'s GOMAXPROCS while a flame-graph
 // window is built and written (--window-max-procs): 1, the window stays on
@@ -36,7 +33,7 @@ type windowProcs struct{ base, during int }
 // operator's GOMAXPROCS in the environment is left alone, as
 // applyMaxProcs leaves it.
 func newWindowProcs(applied, available, want int) windowProcs {
-	if _, set := os.LookupEnv("GOMAXPROCS"); set || applied != 1 || available <= applied || want <= applied {
+	if maxProcsFromEnvironment() || applied != 1 || available <= applied || want <= applied {
 		return windowProcs{}
 	}
 	return windowProcs{base: applied, during: min(want, available)}
