@@ -206,14 +206,14 @@ func newBinary(f *elf.File, opts binaryOptions) (b *Binary, err error) {
 	}
 	_ = sb.addELF(f, opts.maxSection) // too large: frames show as module+offset
 	b.syms = sb.table()
-	if sec := pclntab; sec != nil {
+	if pclntab != nil {
 		b.IsGo = true
 		// Stripped: no .symtab. Its .dynsym may still name a few C
 		// functions (a cgo binary exports crosscall2 and _cgo_panic),
 		// which must not stand in for the Go functions' names.
 		stripped := f.Section(".symtab") == nil
-		if stripped && b.self == nil && sec.Size <= opts.maxSection {
-			if data, err := sec.Data(); err == nil && plausiblePclntab(data) {
+		if stripped && b.self == nil && pclntab.Size <= opts.maxSection {
+			if data, err := pclntab.Data(); err == nil && plausiblePclntab(data) {
 				var text uint64
 				if t := f.Section(".text"); t != nil {
 					text = t.Addr
