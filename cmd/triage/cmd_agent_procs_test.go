@@ -45,10 +45,10 @@ func TestAgentRunsOnItsMaxProcs(t *testing.T) {
 	}
 }
 
-// With --window-max-procs 2 the agent's one P becomes two while a
-// flame-graph window is built, and one again after; by default
-// (agent.DefaultWindowMaxProcs) it stays one throughout (as the runtime
-// reports it on /metrics, polled through windows of a second).
+// By default (agent.DefaultWindowMaxProcs, 2) the agent's one P becomes two
+// while a flame-graph window is built, and one again after; with
+// --window-max-procs 1 it stays one throughout (as the runtime reports it
+// on /metrics, polled through windows of a second).
 func TestAgentGivesItsWindowsTheirProcs(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the flame-graph recorder needs root (CAP_BPF, CAP_PERFMON)")
@@ -61,8 +61,8 @@ func TestAgentGivesItsWindowsTheirProcs(t *testing.T) {
 		args []string
 		want map[float64]bool // the values seen
 	}{
-		{nil, map[float64]bool{1: true}},
-		{[]string{"--window-max-procs", "2"}, map[float64]bool{1: true, 2: true}},
+		{nil, map[float64]bool{1: true, 2: true}},
+		{[]string{"--window-max-procs", "1"}, map[float64]bool{1: true}},
 	} {
 		t.Run(fmt.Sprintf("args=%q", tc.args), func(t *testing.T) {
 			os.Unsetenv("GOMAXPROCS")
