@@ -76,7 +76,12 @@ func TestReturnFreeMemoryHandsBackHeapAndFilePages(t *testing.T) {
 	if _, err := releaseFilePages(); err != nil {
 		t.Fatal(err)
 	}
-	windowBurst = make([][]byte, 64) // 16 MiB, as a symbolised window allocates
+	// 64 MiB, four times what a symbolised window allocates: the runtime's
+	// background scavenger returns some of a burst on its own between the
+	// collection and the reading (7.6 of 16 MiB once, under a loaded test
+	// run), and what is asked here is that returnFreeMemory takes back
+	// the rest at once.
+	windowBurst = make([][]byte, 256)
 	for i := range windowBurst {
 		windowBurst[i] = make([]byte, 256<<10)
 		windowBurst[i][0] = 1
@@ -93,9 +98,9 @@ func TestReturnFreeMemoryHandsBackHeapAndFilePages(t *testing.T) {
 	}
 	keptAfter := ms.HeapIdle - ms.HeapReleased
 	// Allocations after the collection (the smaps read) may hold a little
-	// back; the burst's 16 MiB must be gone.
-	if keptBefore < 8<<20 || keptAfter > keptBefore/4 {
-		t.Errorf("free heap kept from the OS: %d KiB before, %d KiB after, want the burst's 16 MiB kept before and a quarter of it at most after", keptBefore>>10, keptAfter>>10)
+	// back; the burst must be gone.
+	if keptBefore < 16<<20 || keptAfter > keptBefore/4 {
+		t.Errorf("free heap kept from the OS: %d KiB before, %d KiB after, want at least a quarter of the burst's 64 MiB kept before and a quarter of that at most after", keptBefore>>10, keptAfter>>10)
 	}
 	// The code that ran since the last release (the burst, the collection)
 	// is resident again, so a release always finds some.
