@@ -17,7 +17,7 @@ func TestWindowProcsOnlyRaiseTheAgentsOneP(t *testing.T) {
 	}{
 		{1, 8, 2, 2},
 		{1, 2, 4, 2}, // no more than the runtime had
-		{1, 8, 0, 0}, // the default: off
+		{1, 8, 0, 0}, // 0 or 1: off
 		{1, 8, 1, 0},
 		{1, 1, 2, 0}, // a one-CPU cgroup: nothing to raise to
 		{2, 8, 4, 0}, // --max-procs 2: the operator's choice

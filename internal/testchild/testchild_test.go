@@ -45,8 +45,8 @@ func TestChildRunsItsRoleAndDiesOfSIGKILL(t *testing.T) {
 	}
 	// Still waiting, not dead of a deadlock (what select {} gave).
 	time.Sleep(200 * time.Millisecond)
-	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)); err != nil || childState(stat) != "S" {
-		t.Fatalf("child 200 ms after its role: state %q (%v), want S (sleeping)", childState(stat), err)
+	if state := State(cmd.Process.Pid); state != "S" {
+		t.Fatalf("child 200 ms after its role: state %q, want S (sleeping)", state)
 	}
 	Kill(t, cmd)
 	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
@@ -104,17 +104,6 @@ func TestStartIdleRefusesPdeathsig(t *testing.T) {
 	if !strings.Contains(ft.msg, "Pdeathsig") || cmd.Process != nil {
 		t.Fatalf("StartIdle said %q and started %v, want a refusal naming Pdeathsig", ft.msg, cmd.Process)
 	}
-}
-
-// childState is the state letter of a /proc/PID/stat line, after the
-// command name's closing parenthesis.
-func childState(stat []byte) string {
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return ""
-	}
-	return s[i+2 : i+3]
 }
 
 // fatalRecorder records Fatal's message and stops the caller as Fatal

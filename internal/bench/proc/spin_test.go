@@ -1,11 +1,10 @@
 package proc
 
 import (
-	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/triage-agent/triage/internal/testchild"
 )
 
 func selfCPUTime(t *testing.T) time.Duration {
@@ -30,17 +29,7 @@ func TestSpinThreadsBurnsCPU(t *testing.T) {
 	}
 }
 
-// procState is the state letter of /proc/PID/stat, "" when the process
-// is gone.
-func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	return strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))[0]
-}
-
 func alive(pid int) bool {
-	s := procState(pid)
+	s := testchild.State(pid)
 	return s != "" && s != "Z" && s != "X"
 }
