@@ -139,6 +139,10 @@ type AgentStats struct {
 	// ran slow, or, before that was known, its kernel said the CPUs were
 	// contended; policy.Reserve).
 	HeldBackStarts int `json:"held_back_starts"`
+	// HeldBackStartsPerPeriod splits them by the period (train.Period,
+	// the rows of the per-period table) their tasks arrived in, for a
+	// scenario with interference.
+	HeldBackStartsPerPeriod []int `json:"held_back_starts_per_period,omitempty"`
 }
 
 // The modes of BenchConfig.Decide.
@@ -279,7 +283,7 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		ExperienceRecords: records, FlamegraphWindows: scraped.fgWindows, ProbesAttached: scraped.probesAttached,
 		TimeScale: res.TimeScale, LateStarts: rep.FIFO.LateStarts + res.LateStarts,
 		Decide: c.Decide, AnswerOrder: c.AnswerOrder.String(), LocalDecisions: res.LocalDecisions, RemoteDecisions: res.RemoteDecisions,
-		HeldBackStarts:    res.HeldBackStarts,
+		HeldBackStarts: res.HeldBackStarts, HeldBackStartsPerPeriod: res.HeldBackPerPeriod,
 		RemoteDecideP50Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.5).Nanoseconds()) / 1e3),
 		RemoteDecideP99Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.99).Nanoseconds()) / 1e3),
 	}

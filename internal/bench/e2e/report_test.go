@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,5 +75,65 @@ func TestSimNodesRefusesNodeOutWithoutAMeasurement(t *testing.T) {
 	nodes, unit, err := SimNodes(context.Background(), &bytes.Buffer{}, sc, t.TempDir(), true, "")
 	if err != nil || len(nodes) != 1 || nodes[0].Name != "committed" || unit != 0 {
 		t.Fatalf("a scenario that writes nothing: nodes %v, unit %v, err %v; want the committed node alone", nodes, unit, err)
+	}
+}
+
+// The held-back starts are counted by the period their tasks arrived in,
+// and the report prints each period's count out of its tasks; a scenario
+// of one period prints no such line.
+func TestHeldBackStartsByPeriod(t *testing.T) {
+	sc, err := train.ParseScenario([]byte(`{"name":"held","seed":5,"duration_s":4,"workers":2,
+	 "node":{"cpus":2},
+	 "arrival":{"process":"poisson","rate_per_s":50},
+	 "interference":[{"kind":"cpu","at_s":1,"for_s":2,"threads":2}],
+	 "classes":[{"name":"c","share":1,"sla_ms":50,"cost_ms":{"dist":"exponential","mean":2}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := sc.Arrivals(5)
+	outs := make([]train.Outcome, len(tasks))
+	held := make([]bool, len(tasks))
+	want := make([]int, 3) // quiet, cpu 2 threads, quiet
+	perPeriod := make([]train.PeriodCount, 3)
+	for i := range tasks {
+		outs[i] = train.Outcome{Task: tasks[i], Finished: true, Met: true}
+		k := 0
+		switch s := tasks[i].ArrivalMs / 1000; {
+		case s >= 3:
+			k = 2
+		case s >= 1:
+			k = 1
+		}
+		perPeriod[k].Tasks++
+		held[i] = k == 1 || i%5 == 0 // the episode's tasks, and every fifth
+		if held[i] {
+			want[k]++
+		}
+	}
+	got := heldBackPerPeriod(sc, outs, held)
+	if !slices.Equal(got, want) {
+		t.Fatalf("held back per period %v, want %v", got, want)
+	}
+	if want[1] != perPeriod[1].Tasks || want[0] == 0 || want[0] == perPeriod[0].Tasks {
+		t.Fatalf("the test's draw does not separate the periods: %v of %v", want, perPeriod)
+	}
+	ev := &train.Evaluation{Periods: sc.Periods(), Policies: map[string]train.Metrics{"agent": {PerPeriod: perPeriod}}}
+	line := heldByPeriod(ev, got)
+	for k, p := range ev.Periods {
+		if s := fmt.Sprintf("%s: %d of %d", p.Label(), want[k], perPeriod[k].Tasks); !strings.Contains(line, s) {
+			t.Errorf("line lacks %q: %q", s, line)
+		}
+	}
+	one, err := train.ParseScenario([]byte(`{"name":"one","seed":5,"duration_s":1,"workers":2,
+	 "arrival":{"process":"poisson","rate_per_s":50},
+	 "classes":[{"name":"c","share":1,"sla_ms":50,"cost_ms":{"dist":"exponential","mean":2}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := heldBackPerPeriod(one, outs[:1], held[:1]); got != nil {
+		t.Errorf("one period: %v, want nil", got)
+	}
+	if s := heldByPeriod(&train.Evaluation{Periods: one.Periods()}, nil); s != "" {
+		t.Errorf("one period printed %q", s)
 	}
 }
