@@ -225,6 +225,7 @@ func EvaluateSeedsOn(sc *Scenario, seeds []int64, node EvalNode, policies ...Pol
 			for k, c := range m.PerPeriod { // the same periods for every seed: pooled counts
 				a.PerPeriod[k].Tasks += c.Tasks
 				a.PerPeriod[k].Met += c.Met
+				a.PerPeriod[k].Held += c.Held
 			}
 			acc.Policies[n] = a
 		}

@@ -60,11 +60,14 @@ func PeriodOf(periods []Period, tSec float64) int {
 	return len(periods) - 1
 }
 
-// PeriodCount is how many tasks arrived in one period and how many of
-// them met their SLA. Counts, not a ratio, so that seeds pool.
+// PeriodCount is how many tasks arrived in one period, how many of them
+// met their SLA, and how many started while the executor held more than
+// the calm reserve back (Outcome.HeldBack). Counts, not ratios, so that
+// seeds pool.
 type PeriodCount struct {
 	Tasks int `json:"tasks"`
 	Met   int `json:"met"`
+	Held  int `json:"held,omitempty"`
 }
 
 // Attainment is the period's SLA attainment (0 without tasks).
@@ -87,6 +90,9 @@ func countPeriods(sc *Scenario, out []Outcome) []PeriodCount {
 		counts[k].Tasks++
 		if out[i].Met {
 			counts[k].Met++
+		}
+		if out[i].HeldBack {
+			counts[k].Held++
 		}
 	}
 	return counts

@@ -3,6 +3,8 @@ package train
 import (
 	"strings"
 	"testing"
+
+	"github.com/triage-agent/triage/policy"
 )
 
 func TestPeriodsCutAtEveryEpisodeBoundary(t *testing.T) {
@@ -34,14 +36,14 @@ func TestPeriodsCutAtEveryEpisodeBoundary(t *testing.T) {
 func TestSummariseCountsTasksPerPeriod(t *testing.T) {
 	sc := &Scenario{DurationS: 10, Classes: []Class{{Name: "a"}}, Interference: []Episode{{Kind: InterferenceCPU, AtS: 5, ForS: 2, Threads: 1}}}
 	out := []Outcome{
-		{Task: Task{ArrivalMs: 1000}, Met: true},
+		{Task: Task{ArrivalMs: 1000}, Met: true, HeldBack: true},
 		{Task: Task{ArrivalMs: 4999}, Met: false},
-		{Task: Task{ArrivalMs: 5000}, Met: true},
-		{Task: Task{ArrivalMs: 9000}, Met: true},
-		{Task: Task{ArrivalMs: 12000}, Met: false}, // past the end: the last period
+		{Task: Task{ArrivalMs: 5000}, Met: true, HeldBack: true},
+		{Task: Task{ArrivalMs: 9000}, Met: true, HeldBack: true},
+		{Task: Task{ArrivalMs: 12000}, Met: false, HeldBack: true}, // past the end: the last period
 	}
 	m := Summarise(sc, out)
-	want := []PeriodCount{{2, 1}, {1, 1}, {2, 1}}
+	want := []PeriodCount{{Tasks: 2, Met: 1, Held: 1}, {Tasks: 1, Met: 1, Held: 1}, {Tasks: 2, Met: 1, Held: 2}}
 	if len(m.PerPeriod) != len(want) {
 		t.Fatalf("per period %+v, want %+v", m.PerPeriod, want)
 	}
@@ -91,5 +93,25 @@ func TestEvaluateSeedsPoolsPeriods(t *testing.T) {
 	}
 	if !strings.Contains(sb.String(), "cpu 2 threads + io 6 writers") {
 		t.Errorf("no overlapping period in\n%s", sb.String())
+	}
+	// The held-back starts pool as the tasks do: a policy that always asks
+	// for the contended reserve has each seed's held starts summed.
+	asking := backgroundAsking{policy.ContendedReserve}
+	pooled, err := EvaluateSeeds(sc, []int64{0, 1000}, asking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seeds [2][]PeriodCount
+	for i, seed := range []int64{0, 1000} {
+		ev, err := Evaluate(sc, seed, asking)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds[i] = ev.Policies[asking.Name()].PerPeriod
+	}
+	for k, c := range pooled.Policies[asking.Name()].PerPeriod {
+		if c.Held != seeds[0][k].Held+seeds[1][k].Held || c.Held == 0 || c.Held > c.Tasks {
+			t.Errorf("period %d: pooled %+v, seeds %+v and %+v", k, c, seeds[0][k], seeds[1][k])
+		}
 	}
 }

@@ -40,6 +40,14 @@ func TestSimulatorHoldsBackTheReserveItsPolicyAsksFor(t *testing.T) {
 		if got := MostAtOnce(out, 0); got != c.most {
 			t.Errorf("%T %v: at most %d in service, want %d", c.p, c.p, got, c.most)
 		}
+		// Every start is marked held back under the contended reserve and
+		// none under the calm one.
+		wantHeld := c.most == 4
+		for i := range out {
+			if out[i].Started && out[i].HeldBack != wantHeld {
+				t.Fatalf("%T %v: task %d started with HeldBack %v", c.p, c.p, i, out[i].HeldBack)
+			}
+		}
 	}
 }
 

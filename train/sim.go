@@ -54,6 +54,12 @@ type Outcome struct {
 	Blame float64
 	// Started is whether the task ever got a worker (StartMs is then set).
 	Started bool
+	// HeldBack is whether it started while its executor held more than
+	// the calm reserve (policy.CalmReserve) of the workers back from
+	// background work: the node counted as contended then. Counted per
+	// period (PeriodCount.Held), so the simulator and a real run say in
+	// which stretches the policy held workers back.
+	HeldBack bool
 }
 
 // LatencyMs is finish − arrival; for an unfinished task it is the time it
@@ -291,6 +297,7 @@ func (s *simulator) dispatch() {
 		}
 		o := &s.out[idx]
 		o.StartMs, o.Started = s.now, true
+		o.HeldBack = s.reserve > policy.CalmReserve
 		if s.cfg.TrackHarm {
 			o.Harm = s.harmOf(o)
 		}

@@ -91,6 +91,10 @@ type Report struct {
 type Simulated struct {
 	Node          string             `json:"node"`
 	SLAAttainment map[string]float64 `json:"sla_attainment"`
+	// HeldBackStartsPerPeriod is the simulated agent's held-back starts
+	// per period (AgentStats.HeldBackStartsPerPeriod's twin): where the
+	// simulator's node counts as contended beside where the real one did.
+	HeldBackStartsPerPeriod []int `json:"held_back_starts_per_period,omitempty"`
 }
 
 // AgentStats is the "agent" object of the JSON line.
@@ -283,7 +287,7 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		ExperienceRecords: records, FlamegraphWindows: scraped.fgWindows, ProbesAttached: scraped.probesAttached,
 		TimeScale: res.TimeScale, LateStarts: rep.FIFO.LateStarts + res.LateStarts,
 		Decide: c.Decide, AnswerOrder: c.AnswerOrder.String(), LocalDecisions: res.LocalDecisions, RemoteDecisions: res.RemoteDecisions,
-		HeldBackStarts: res.HeldBackStarts, HeldBackStartsPerPeriod: res.HeldBackPerPeriod,
+		HeldBackStarts: res.HeldBackStarts, HeldBackStartsPerPeriod: heldPerPeriod(res.Metrics.PerPeriod),
 		RemoteDecideP50Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.5).Nanoseconds()) / 1e3),
 		RemoteDecideP99Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.99).Nanoseconds()) / 1e3),
 	}
@@ -432,4 +436,17 @@ func runAblated(ctx context.Context, c BenchConfig, base Config, cfg agentproc.C
 // of one core over wall.
 func cpuPercent(u0, u1 proc.Usage, wall time.Duration) float64 {
 	return round3(100 * (u1.CPU - u0.CPU).Seconds() / wall.Seconds())
+}
+
+// heldPerPeriod is the held-back starts of each period of counts, nil
+// for a scenario of one period (no counts).
+func heldPerPeriod(counts []train.PeriodCount) []int {
+	if len(counts) == 0 {
+		return nil
+	}
+	held := make([]int, len(counts))
+	for k, c := range counts {
+		held[k] = c.Held
+	}
+	return held
 }

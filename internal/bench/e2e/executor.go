@@ -120,13 +120,10 @@ type Result struct {
 	LateStarts int
 	// HeldBackStarts counts the tasks started while the agent asked for
 	// more than the calm reserve (policy.CalmReserve): how much of the run
-	// the agent counted the node as contended (policy.Reserve).
-	// HeldBackPerPeriod splits them by the period (sc.Periods) each task
-	// arrived in, for a scenario with interference (nil without): whether
-	// the agent held workers back in the neighbours' episodes or beside
-	// them.
-	HeldBackStarts    int
-	HeldBackPerPeriod []int
+	// the agent counted the node as contended (policy.Reserve). Each such
+	// outcome is marked (train.Outcome.HeldBack), so Metrics.PerPeriod
+	// splits them by the period its task arrived in.
+	HeldBackStarts int
 	// IOWriteMs is the run's I/O unit (Config.IOWriteMs, or measured at
 	// its start when that is 0), and DiskSettle how long the run waited
 	// before it for the disk's writeback to drain (0 for a node without
@@ -139,20 +136,17 @@ type Result struct {
 var ErrNoScenario = errors.New("e2e: no scenario")
 
 type run struct {
-	cfg   Config
-	sc    *train.Scenario
-	tasks []train.Task
-	scale float64
-	start time.Time
-	outs  []train.Outcome
-	// heldBack marks the tasks (by index) that started while the agent
-	// held more than the calm reserve back; under mu.
-	heldBack []bool
-	node     *node
-	ruleMu   sync.Mutex // serialises calls into cfg.Rule
-	mu       sync.Mutex
-	cond     *sync.Cond
-	queue    *train.Queue // the executor contract; guarded by mu
+	cfg    Config
+	sc     *train.Scenario
+	tasks  []train.Task
+	scale  float64
+	start  time.Time
+	outs   []train.Outcome
+	node   *node
+	ruleMu sync.Mutex // serialises calls into cfg.Rule
+	mu     sync.Mutex
+	cond   *sync.Cond
+	queue  *train.Queue // the executor contract; guarded by mu
 	// slowdown is the run's finished tasks' service time over their
 	// expected cost (the agent's answers' AdaptiveOrder reads it); guarded
 	// by mu.
@@ -234,7 +228,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r := &run{cfg: cfg, sc: sc, tasks: sc.Arrivals(seed), scale: scale, node: nd, doneCh: make(chan struct{}), report: make(chan *wire.Outcome, 4096)}
 	r.cond = sync.NewCond(&r.mu)
 	r.outs = make([]train.Outcome, len(r.tasks))
-	r.heldBack = make([]bool, len(r.tasks))
 	for i := range r.tasks {
 		r.outs[i] = train.Outcome{Task: r.tasks[i]}
 	}
@@ -325,7 +318,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.res.DecideLatency = lat
 	r.res.Outcomes = r.outs
 	r.res.Metrics = train.Summarise(sc, r.outs)
-	r.res.HeldBackPerPeriod = heldBackPerPeriod(sc, r.outs, r.heldBack)
 	return &r.res, nil
 }
 
@@ -414,7 +406,7 @@ func (r *run) next() int {
 			r.busy++
 			if reserve > policy.CalmReserve {
 				r.res.HeldBackStarts++
-				r.heldBack[i] = true
+				r.outs[i].HeldBack = true
 			}
 			return i
 		}
@@ -587,20 +579,4 @@ func (r *Result) String() string {
 		s += fmt.Sprintf(", I/O unit %.3f ms after %v of disk settling", r.IOWriteMs, r.DiskSettle.Round(time.Millisecond))
 	}
 	return s
-}
-
-// heldBackPerPeriod counts the tasks marked in held by the period of sc
-// they arrived in; nil for a scenario of one period.
-func heldBackPerPeriod(sc *train.Scenario, outs []train.Outcome, held []bool) []int {
-	periods := sc.Periods()
-	if len(periods) < 2 {
-		return nil
-	}
-	counts := make([]int, len(periods))
-	for i := range outs {
-		if i < len(held) && held[i] {
-			counts[train.PeriodOf(periods, outs[i].ArrivalMs/1000)]++
-		}
-	}
-	return counts
 }

@@ -77,7 +77,7 @@ func (r *Report) WriteReport(w io.Writer, sc *train.Scenario, simulateAsked bool
 	fmt.Fprintf(w, "decisions (--decide %s): %d local, from the agent's table; %d remote, by a call (%d errors); a task's wait for its priority p50 %.1f µs, p99 %.1f µs\n",
 		st.Decide, st.LocalDecisions, st.RemoteDecisions, st.DecideErrors, st.DecideP50Us, st.DecideP99Us)
 	fmt.Fprintf(w, "background reserve: %d of %d task starts while the agent held more than the calm quarter of the workers back (up to half: the tasks slowed by at least 1.25 times, or, before enough finished, its run-queue p99 at 1 ms or more)\n", st.HeldBackStarts, len(res.Outcomes))
-	fmt.Fprint(w, heldByPeriod(ev, st.HeldBackStartsPerPeriod))
+	fmt.Fprint(w, heldByPeriod(ev, st.HeldBackStartsPerPeriod, r.Simulated))
 	fmt.Fprintf(w, "decision round trip over QUIC (request out, answer in): p50 %.0f µs, p99 %.0f µs over %d calls; in the agent (request in, answer out): p50 %.0f µs, p99 %.0f µs, mean %.0f µs, mean batch %.1f tasks\n",
 		st.RemoteDecideP50Us, st.RemoteDecideP99Us, st.RemoteDecisions, st.AgentSideP50Us, st.AgentSideP99Us, st.AgentSideMeanUs, st.MeanBatch)
 	fmt.Fprintf(w, "agent process: CPU %.1f%% of one core (%.1f%% while it served no one, in the FIFO run), RSS %.1f MiB at the end (over the run: mean %.1f, largest %.1f; peak since start %.1f MiB), %d probes attached, %d flame-graph windows, %d experience records\n",
@@ -85,12 +85,12 @@ func (r *Report) WriteReport(w io.Writer, sc *train.Scenario, simulateAsked bool
 	return nil
 }
 
-// heldByPeriod is the held-back starts per period as a line of the
+// heldByPeriod is the held-back starts per period as lines of the
 // report ("" for one period): which stretch of the run, quiet or beside the
-// neighbours, the agent counted the node as contended in. Each period's
-// count is out of the tasks that arrived in it (the agent run's row of the
-// per-period table).
-func heldByPeriod(ev *train.Evaluation, held []int) string {
+// neighbours, the agent counted the node as contended in, and the
+// simulator's agent on each simulated node beside it. Each period's count
+// is out of the tasks that arrived in it.
+func heldByPeriod(ev *train.Evaluation, held []int, sims []Simulated) string {
 	if len(held) != len(ev.Periods) || len(held) < 2 {
 		return ""
 	}
@@ -99,16 +99,24 @@ func heldByPeriod(ev *train.Evaluation, held []int) string {
 		tasks = m.PerPeriod
 	}
 	var b strings.Builder
-	b.WriteString("background reserve by period (tasks by arrival):")
-	for k, p := range ev.Periods {
-		if k > 0 {
-			b.WriteString(";")
+	line := func(what string, held []int) {
+		fmt.Fprintf(&b, "background reserve by period (tasks by arrival), %s:", what)
+		for k, p := range ev.Periods {
+			if k > 0 {
+				b.WriteString(";")
+			}
+			fmt.Fprintf(&b, " %s: %d", p.Label(), held[k])
+			if k < len(tasks) {
+				fmt.Fprintf(&b, " of %d", tasks[k].Tasks)
+			}
 		}
-		fmt.Fprintf(&b, " %s: %d", p.Label(), held[k])
-		if k < len(tasks) {
-			fmt.Fprintf(&b, " of %d", tasks[k].Tasks)
+		b.WriteString("\n")
+	}
+	line("real", held)
+	for _, s := range sims {
+		if len(s.HeldBackStartsPerPeriod) == len(held) {
+			line("simulated, "+s.Node+" node", s.HeldBackStartsPerPeriod)
 		}
 	}
-	b.WriteString("\n")
 	return b.String()
 }

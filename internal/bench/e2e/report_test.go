@@ -78,9 +78,10 @@ func TestSimNodesRefusesNodeOutWithoutAMeasurement(t *testing.T) {
 	}
 }
 
-// The held-back starts are counted by the period their tasks arrived in,
-// and the report prints each period's count out of its tasks; a scenario
-// of one period prints no such line.
+// The held-back starts are counted by the period their tasks arrived in
+// (train.Outcome.HeldBack through Metrics.PerPeriod), and the report
+// prints each period's count out of its tasks, for the real run and each
+// simulated node; a scenario of one period prints no such line.
 func TestHeldBackStartsByPeriod(t *testing.T) {
 	sc, err := train.ParseScenario([]byte(`{"name":"held","seed":5,"duration_s":4,"workers":2,
 	 "node":{"cpus":2},
@@ -92,11 +93,9 @@ func TestHeldBackStartsByPeriod(t *testing.T) {
 	}
 	tasks := sc.Arrivals(5)
 	outs := make([]train.Outcome, len(tasks))
-	held := make([]bool, len(tasks))
 	want := make([]int, 3) // quiet, cpu 2 threads, quiet
-	perPeriod := make([]train.PeriodCount, 3)
+	perPeriod := make([]int, 3)
 	for i := range tasks {
-		outs[i] = train.Outcome{Task: tasks[i], Finished: true, Met: true}
 		k := 0
 		switch s := tasks[i].ArrivalMs / 1000; {
 		case s >= 3:
@@ -104,25 +103,36 @@ func TestHeldBackStartsByPeriod(t *testing.T) {
 		case s >= 1:
 			k = 1
 		}
-		perPeriod[k].Tasks++
-		held[i] = k == 1 || i%5 == 0 // the episode's tasks, and every fifth
-		if held[i] {
+		perPeriod[k]++
+		held := k == 1 || i%5 == 0 // the episode's tasks, and every fifth
+		outs[i] = train.Outcome{Task: tasks[i], Finished: true, Met: true, HeldBack: held}
+		if held {
 			want[k]++
 		}
 	}
-	got := heldBackPerPeriod(sc, outs, held)
+	if want[1] != perPeriod[1] || want[0] == 0 || want[0] == perPeriod[0] {
+		t.Fatalf("the test's draw does not separate the periods: %v of %v", want, perPeriod)
+	}
+	m := train.Summarise(sc, outs)
+	got := heldPerPeriod(m.PerPeriod)
 	if !slices.Equal(got, want) {
 		t.Fatalf("held back per period %v, want %v", got, want)
 	}
-	if want[1] != perPeriod[1].Tasks || want[0] == 0 || want[0] == perPeriod[0].Tasks {
-		t.Fatalf("the test's draw does not separate the periods: %v of %v", want, perPeriod)
-	}
-	ev := &train.Evaluation{Periods: sc.Periods(), Policies: map[string]train.Metrics{"agent": {PerPeriod: perPeriod}}}
-	line := heldByPeriod(ev, got)
+	sim := []int{want[2], want[0], want[1]} // any other counts
+	ev := &train.Evaluation{Periods: sc.Periods(), Policies: map[string]train.Metrics{"agent": m}}
+	out := heldByPeriod(ev, got, []Simulated{{Node: "committed", HeldBackStartsPerPeriod: sim}})
 	for k, p := range ev.Periods {
-		if s := fmt.Sprintf("%s: %d of %d", p.Label(), want[k], perPeriod[k].Tasks); !strings.Contains(line, s) {
-			t.Errorf("line lacks %q: %q", s, line)
+		for _, s := range []string{
+			fmt.Sprintf("%s: %d of %d", p.Label(), want[k], perPeriod[k]),
+			fmt.Sprintf("%s: %d of %d", p.Label(), sim[k], perPeriod[k]),
+		} {
+			if !strings.Contains(out, s) {
+				t.Errorf("report lacks %q:\n%s", s, out)
+			}
 		}
+	}
+	if !strings.Contains(out, "by arrival), real:") || !strings.Contains(out, "by arrival), simulated, committed node:") {
+		t.Errorf("report does not name the real run and the simulated node:\n%s", out)
 	}
 	one, err := train.ParseScenario([]byte(`{"name":"one","seed":5,"duration_s":1,"workers":2,
 	 "arrival":{"process":"poisson","rate_per_s":50},
@@ -130,10 +140,10 @@ func TestHeldBackStartsByPeriod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := heldBackPerPeriod(one, outs[:1], held[:1]); got != nil {
+	if got := heldPerPeriod(train.Summarise(one, outs[:1]).PerPeriod); got != nil {
 		t.Errorf("one period: %v, want nil", got)
 	}
-	if s := heldByPeriod(&train.Evaluation{Periods: one.Periods()}, nil); s != "" {
+	if s := heldByPeriod(&train.Evaluation{Periods: one.Periods()}, nil, nil); s != "" {
 		t.Errorf("one period printed %q", s)
 	}
 }

@@ -99,6 +99,7 @@ func Simulate(sc *train.Scenario, seed int64, model string, rep *Report, nodes [
 				s.SLAAttainment[label] = m.SLAAttainment
 			}
 		}
+		s.HeldBackStartsPerPeriod = heldPerPeriod(ev.Policies["dqn"].PerPeriod)
 		out = append(out, s)
 	}
 	return out, nil
