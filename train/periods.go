@@ -49,9 +49,9 @@ func (sc *Scenario) Periods() []Period {
 	return out
 }
 
-// PeriodOf is the index in periods of the period holding tSec (the last
+// periodOf is the index in periods of the period holding tSec (the last
 // one for a time at or past the end).
-func PeriodOf(periods []Period, tSec float64) int {
+func periodOf(periods []Period, tSec float64) int {
 	for i := range periods {
 		if tSec < periods[i].ToS {
 			return i
@@ -86,7 +86,7 @@ func countPeriods(sc *Scenario, out []Outcome) []PeriodCount {
 	}
 	counts := make([]PeriodCount, len(periods))
 	for i := range out {
-		k := PeriodOf(periods, out[i].ArrivalMs/1000)
+		k := periodOf(periods, out[i].ArrivalMs/1000)
 		counts[k].Tasks++
 		if out[i].Met {
 			counts[k].Met++
