@@ -120,9 +120,9 @@ type Result struct {
 	LateStarts int
 	// HeldBackStarts counts the tasks started while the agent asked for
 	// more than the calm reserve (policy.CalmReserve): how much of the run
-	// the agent counted the node as contended (policy.Reserve). Each such
-	// outcome is marked (train.Outcome.HeldBack), so Metrics.PerPeriod
-	// splits them by the period its task arrived in.
+	// the agent counted the node as contended (policy.Reserve): the
+	// outcomes marked train.Outcome.HeldBack, which Metrics.PerPeriod also
+	// splits by the period each task arrived in.
 	HeldBackStarts int
 	// IOWriteMs is the run's I/O unit (Config.IOWriteMs, or measured at
 	// its start when that is 0), and DiskSettle how long the run waited
@@ -307,6 +307,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	util := float64(r.busy) / float64(sc.Workers) // workers have stopped: no lock needed
 	for i := range r.outs {
 		o := &r.outs[i]
+		if o.HeldBack {
+			r.res.HeldBackStarts++
+		}
 		if !o.Finished {
 			o.FinishMs = math.Max(cutoffMs, o.ArrivalMs)
 			o.Phase = phaseAt(sc, cutoffMs/1000)
@@ -404,10 +407,7 @@ func (r *run) next() int {
 		reserve := r.currentReserve()
 		if i := r.queue.Pop(now, r.busy, r.sc.Workers, reserve); i >= 0 {
 			r.busy++
-			if reserve > policy.CalmReserve {
-				r.res.HeldBackStarts++
-				r.outs[i].HeldBack = true
-			}
+			r.outs[i].HeldBack = reserve > policy.CalmReserve
 			return i
 		}
 		r.cond.Wait()
