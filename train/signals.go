@@ -15,7 +15,10 @@ import (
 //
 //   - run-queue latency p50/p99: the calibration at the window's runnable
 //     threads per CPU (p50 at the mean over the window, p99 at the busier
-//     half of it, as a histogram's tail is), with the measured spread;
+//     half of it, as a histogram's tail is), with the measured spread; the
+//     p99 at least the oversubscribed moments' (RunqP99Oversubscribed:
+//     the window's time with more runnable threads than CPUs, which the
+//     executor's own workers make when they outnumber the CPUs);
 //   - block-I/O p99: the calibration at the window's fsync'ing writers
 //     (the executor's tasks in their I/O part plus neighbour writers); with
 //     no writer the idle node's value;
@@ -61,10 +64,15 @@ type signals struct {
 	win               windowValues
 }
 
-type windowBucket struct{ cpuLoad, writers float64 }
+// windowBucket holds one bucket's integrals over time (ms): of the
+// runnable threads per CPU, of the disk writers, and, while there were
+// more runnable threads than CPUs, of that time and of the load in it.
+type windowBucket struct{ cpuLoad, writers, overMs, overLoad float64 }
 
-// windowValues are the loads the current features describe.
-type windowValues struct{ cpuMean, cpuHigh, writers float64 }
+// windowValues are the loads the current features describe: the mean and
+// the busier bucket's threads per CPU, the writers, and the share of the
+// window oversubscribed with its mean load then.
+type windowValues struct{ cpuMean, cpuHigh, writers, overShare, overLoad float64 }
 
 // The kernel-signal sources a node may lack, each feeding its own features.
 const (
@@ -119,6 +127,10 @@ func (g *signals) advance(t float64) {
 		g.util += (target - g.util) * (1 - math.Exp(-dt/utilTauMs))
 		g.bucket.cpuLoad += load * dt
 		g.bucket.writers += float64(g.node.diskWriters()) * dt
+		if load > 1 {
+			g.bucket.overMs += dt
+			g.bucket.overLoad += load * dt
+		}
 		g.lastT = next
 		if math.Mod(next, windowTick) == 0 {
 			g.tick()
@@ -129,12 +141,17 @@ func (g *signals) advance(t float64) {
 // tick closes a 500 ms bucket: the features now describe it and the one
 // before.
 func (g *signals) tick() {
-	g.prev, g.cur = g.cur, windowBucket{g.bucket.cpuLoad / windowTick, g.bucket.writers / windowTick}
+	b := g.bucket
+	g.prev, g.cur = g.cur, windowBucket{b.cpuLoad / windowTick, b.writers / windowTick, b.overMs, b.overLoad}
 	g.bucket = windowBucket{}
 	g.win = windowValues{
 		cpuMean: (g.prev.cpuLoad + g.cur.cpuLoad) / 2,
 		cpuHigh: math.Max(g.prev.cpuLoad, g.cur.cpuLoad),
 		writers: (g.prev.writers + g.cur.writers) / 2,
+	}
+	if over := g.prev.overMs + g.cur.overMs; over > 0 {
+		g.win.overShare = over / (2 * windowTick)
+		g.win.overLoad = (g.prev.overLoad + g.cur.overLoad) / over
 	}
 }
 
@@ -151,6 +168,9 @@ func (g *signals) inputs(o *Outcome, queueLen int, now float64) policy.Inputs {
 	perWorker := float64(queueLen) / float64(g.sc.Workers)
 	z1, z2, z3, z4 := g.r.NormFloat64(), g.r.NormFloat64(), g.r.NormFloat64(), g.r.NormFloat64()
 	mean, high := g.cal.CPUAt(g.win.cpuMean), g.cal.CPUAt(g.win.cpuHigh)
+	if p99, sigma := g.cal.RunqP99Oversubscribed(g.win.overShare, g.win.overLoad); p99 > high.RunqP99Us {
+		high.RunqP99Us, high.RunqP99Sigma = p99, sigma
+	}
 	// The disk's p99 at the window's writers besides the first: with one
 	// writer or none it is the uncontended write's (io[0]). On the
 	// calibrated node not the idle level: with no writes at all the
