@@ -32,6 +32,10 @@ type Calibration struct {
 	// CPU rows are in increasing ThreadsPerCPU, IO rows in increasing Writers.
 	CPU []CPULevel `json:"cpu"`
 	IO  []IOLevel  `json:"io"`
+	// Bursty rows, when measured, say how threads that come and go read
+	// the run queue (calibration_bursty.go); a calibration written before
+	// them has none and the simulator takes the default fit.
+	Bursty []BurstyLevel `json:"bursty,omitempty"`
 }
 
 // MachineInfo says where and how a calibration was measured.
@@ -43,6 +47,10 @@ type MachineInfo struct {
 	// again on their own (`triage bench e2e` measures the disk it runs on):
 	// the CPU levels and the idle node are then MeasuredAt's.
 	DiskMeasuredAt string `json:"disk_measured_at,omitempty"`
+	// BurstyMeasuredAt, when set, is when the bursty levels were measured
+	// on their own (`triage calibrate --bursty-of`), added to a
+	// calibration measured before they existed.
+	BurstyMeasuredAt string `json:"bursty_measured_at,omitempty"`
 	// Sources names the source of each signal ("ebpf", "procfs", ...), as
 	// the agent reported it during the measurement.
 	Sources map[string]string `json:"sources"`
@@ -196,7 +204,7 @@ func (c *Calibration) Validate() error {
 	if c.IO[0].Writers != 0 || c.IO[0].WriteMs <= 0 {
 		return badCal("io[0] must be the uncontended level (writers 0) with a positive write_ms")
 	}
-	return nil
+	return c.validateBursty()
 }
 
 // CPUAt is the CPU level at load threads-per-CPU, interpolated: latencies

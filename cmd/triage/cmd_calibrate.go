@@ -23,6 +23,7 @@ func runCalibrate(args []string) error {
 	dir := fs.String("dir", os.TempDir(), "directory for the fsync'd writers: on the disk whose latency matters")
 	quick := fs.Bool("quick", false, "three levels of each kind and short windows (a smoke test, not a calibration)")
 	noBPF := fs.Bool("no-ebpf", false, "read every signal from procfs")
+	burstyOf := fs.String("bursty-of", "", "measure only the bursty levels (threads that come and go, how they read the run queue) and write this calibration file (\"default\": the embedded one) with them in place of its own; about 20 s")
 	compare := fs.String("compare", "", "measure nothing: print, for this calibration file (\"default\": the embedded one), the measured signals beside what the simulator synthesises from them, as a markdown table")
 	if done, err := parseCommandFlags(fs, args); done {
 		return err
@@ -41,11 +42,24 @@ func runCalibrate(args []string) error {
 	cfg := calibrate.Config{Dir: *dir, NoBPF: *noBPF, Progress: func(s string) { fmt.Fprintln(os.Stderr, "measuring", s) }}
 	if *quick {
 		cfg.CPULevels, cfg.IOLevels, cfg.Windows = []float64{0.5, 1, 2}, []int{0, 1, 2}, 2
+		cfg.BurstyLevels = calibrate.DefaultBurstyLevels[len(calibrate.DefaultBurstyLevels)-1:]
 		cfg.Settle = 1500e6
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cal, err := calibrate.Run(ctx, cfg)
+	var cal *train.Calibration
+	var err error
+	if *burstyOf != "" {
+		base := train.DefaultCalibration()
+		if *burstyOf != "default" {
+			if base, err = train.LoadCalibration(*burstyOf); err != nil {
+				return err
+			}
+		}
+		cal, err = calibrate.MeasureBursty(ctx, cfg, base)
+	} else {
+		cal, err = calibrate.Run(ctx, cfg)
+	}
 	if err != nil {
 		return err
 	}
@@ -71,6 +85,13 @@ func writeCalibrationTable(w *os.File, cal *train.Calibration) {
 	for _, l := range cal.CPU {
 		fmt.Fprintf(w, "%11.2f  %11.1f  %11.1f  %.2f  %8.2f\n", l.ThreadsPerCPU, l.RunqP50Us, l.RunqP99Us, l.CPUUtil, l.Slowdown)
 	}
+	if len(cal.Bursty) > 0 {
+		fmt.Fprintln(w, "bursty threads  duty  burst ms  oversubscribed share, load  runq p99 µs  CPU")
+		for _, l := range cal.Bursty {
+			fmt.Fprintf(w, "%14d  %.2f  %8.1f  %20.3f, %.2f  %11.1f  %.2f\n", l.Threads, l.Duty, l.BurstMs, l.OversubscribedShare, l.OversubscribedLoad, l.RunqP99Us, l.CPUUtil)
+		}
+		fmt.Fprintf(w, "oversubscribed run-queue exponent: %.3f\n", cal.OversubscribedExponent())
+	}
 	fmt.Fprintln(w, "writers  blkio p99 µs  write+fsync ms  slowdown  CPU")
 	for _, l := range cal.IO {
 		fmt.Fprintf(w, "%7d  %11.0f  %14.2f  %8.2f  %.2f\n", l.Writers, l.BlkioP99Us, l.WriteMs, l.Slowdown, l.CPUUtil)
@@ -93,6 +114,7 @@ func writeCalibrationComparison(w io.Writer, cal *train.Calibration) {
 		fmt.Fprintf(w, "| %.2f | %.1f (σ %.2f) | %s | %.0f (σ %.2f) | %s | %.2f | %.2f |\n", l.ThreadsPerCPU,
 			l.RunqP50Us, l.RunqP50Sigma, simP50(s.RunqP50Us), l.RunqP99Us, l.RunqP99Sigma, sim(s.RunqP99Us, 1), l.Slowdown, s.Slowdown)
 	}
+	writeBurstyComparison(w, cal)
 	fmt.Fprintln(w, "\nDisk contention (fsync'd writers besides the measured one)")
 	fmt.Fprintln(w, "\n| writers | block-I/O p99 µs measured | simulated | slowdown measured | simulated | CPU measured | writers' CPU simulated, threads |")
 	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -104,3 +126,24 @@ func writeCalibrationComparison(w io.Writer, cal *train.Calibration) {
 }
 
 func simP50(s train.Spread) string { return fmt.Sprintf("%.1f [%.1f–%.1f]", s.P50, s.P10, s.P90) }
+
+// writeBurstyComparison prints each bursty level's measured run-queue p99
+// beside what the simulator reads for a window oversubscribed as that
+// level is (train.Calibration.RunqP99Oversubscribed, before its noise)
+// and beside the steady level at the same mean load, which is what the
+// simulator read before it counted the oversubscribed moments.
+func writeBurstyComparison(w io.Writer, cal *train.Calibration) {
+	if len(cal.Bursty) == 0 {
+		fmt.Fprintln(w, "\nBursty threads: not measured in this calibration (the simulator takes the default exponent)")
+		return
+	}
+	fmt.Fprintf(w, "\nBursty threads (exponent %.3f fitted to these rows)\n\n", cal.OversubscribedExponent())
+	fmt.Fprintln(w, "| threads | duty | mean threads/CPU | oversubscribed share | runq p99 µs measured | simulated | steady level at the mean |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, l := range cal.Bursty {
+		mean := float64(l.Threads) * l.Duty / float64(cal.Machine.CPUs)
+		p99, _ := cal.RunqP99Oversubscribed(l.OversubscribedShare, l.OversubscribedLoad)
+		fmt.Fprintf(w, "| %d | %.2f | %.2f | %.3f | %.0f (σ %.2f) | %.0f | %.0f |\n", l.Threads, l.Duty, mean, l.OversubscribedShare,
+			l.RunqP99Us, l.RunqP99Sigma, max(p99, cal.CPUAt(mean).RunqP99Us), cal.CPUAt(mean).RunqP99Us)
+	}
+}

@@ -26,6 +26,10 @@ type Config struct {
 	// beside the probe (default 0, 1, 2, 4, 8, 12, 16).
 	CPULevels []float64
 	IOLevels  []int
+	// BurstyLevels are the bursty loads to measure (default
+	// DefaultBurstyLevels): how threads that come and go read the run
+	// queue.
+	BurstyLevels []BurstyConfig
 	// Settle is how long each level runs before it is read (default 2 s:
 	// the agent's window is 1 s); Windows how many windows are read, one
 	// a second (default 6).
@@ -55,6 +59,9 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.IOLevels) == 0 {
 		c.IOLevels = DefaultIOLevels
+	}
+	if len(c.BurstyLevels) == 0 {
+		c.BurstyLevels = DefaultBurstyLevels
 	}
 	if c.Settle <= 0 {
 		c.Settle = 2 * time.Second
@@ -97,6 +104,9 @@ func Run(ctx context.Context, cfg Config) (*train.Calibration, error) {
 		BlkioP99Us: zeroIfNaN(idle.median(idle.blkP99)), CPUUtil: idle.median(idle.util),
 	}
 	if cal.CPU, err = measureEach(ctx, cfg.CPULevels, cfg.Progress, "cpu: %g runnable threads per CPU", m.cpuLevel); err != nil {
+		return nil, err
+	}
+	if cal.Bursty, err = measureEach(ctx, cfg.BurstyLevels, cfg.Progress, "bursty: %v", m.burstyLevel); err != nil {
 		return nil, err
 	}
 	if cal.IO, err = measureEach(ctx, cfg.IOLevels, cfg.Progress, "io: %d writers beside the probe", m.ioLevel); err != nil {

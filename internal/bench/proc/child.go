@@ -2,6 +2,7 @@ package proc
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,10 +12,11 @@ import (
 
 // Environment of a load child.
 const (
-	envChild = "TRIAGE_LOAD_CHILD" // "spin" or "write"
-	envDuty  = "TRIAGE_LOAD_DUTY"  // spin: fraction of each period spent spinning
-	envDir   = "TRIAGE_LOAD_DIR"   // write: directory of the file
-	envBytes = "TRIAGE_LOAD_BYTES" // write: bytes per fsync'd write
+	envChild = "TRIAGE_LOAD_CHILD"    // "spin" or "write"
+	envDuty  = "TRIAGE_LOAD_DUTY"     // spin: fraction of each period spent spinning
+	envDir   = "TRIAGE_LOAD_DIR"      // write: directory of the file
+	envBytes = "TRIAGE_LOAD_BYTES"    // write: bytes per fsync'd write
+	envBurst = "TRIAGE_LOAD_BURST_MS" // spin: mean burst (ms) of a bursty spinner; unset: periodic
 )
 
 // dutyPeriod is the period of a spinner that is runnable only part of the
@@ -56,6 +58,13 @@ func spin() error {
 		return fmt.Errorf("%s must be in (0, 1]: %q", envDuty, os.Getenv(envDuty))
 	}
 	ppid := os.Getppid()
+	if b := os.Getenv(envBurst); b != "" {
+		burst, err := strconv.ParseFloat(b, 64)
+		if err != nil || !(burst > 0 && burst <= maxBurstMs) {
+			return fmt.Errorf("%s must be in (0, %v]: %q", envBurst, maxBurstMs, b)
+		}
+		return spinBursty(duty, burst, ppid)
+	}
 	on := time.Duration(float64(dutyPeriod) * duty)
 	x := uint64(1)
 	for {
@@ -104,6 +113,37 @@ func write() error {
 		off += int64(n)
 		if off+int64(n) > writeSpan {
 			off = 0
+		}
+	}
+	return nil
+}
+
+// maxBurstMs bounds a bursty spinner's mean burst: a second.
+const maxBurstMs = 1000
+
+// spinBursty spins for exponential bursts of wall time (mean burstMs) and
+// sleeps for exponential gaps (mean burstMs × (1 − duty) / duty), so it
+// is runnable duty of the time, at moments independent of every other
+// bursty spinner's: threads that come and go. Each process draws from a
+// stream seeded by its pid.
+func spinBursty(duty, burstMs float64, ppid int) error {
+	r := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
+	mean := func(ms float64) time.Duration { return time.Duration(r.ExpFloat64() * ms * float64(time.Millisecond)) }
+	gapMs := burstMs * (1 - duty) / duty
+	x := uint64(1)
+	for !orphaned(ppid) {
+		on := mean(burstMs)
+		start := time.Now()
+		for time.Since(start) < on {
+			for i := 0; i < 1024; i++ {
+				x = x*6364136223846793005 + 1442695040888963407
+			}
+		}
+		if gapMs > 0 {
+			time.Sleep(mean(gapMs))
+		}
+		if x == 0 { // keeps the loop from being optimised away
+			fmt.Fprint(os.Stderr, "")
 		}
 	}
 	return nil

@@ -40,6 +40,14 @@ type LoadConfig struct {
 	// Spinners is the number of always-runnable processes; a fractional
 	// part is one more process runnable that fraction of the time.
 	Spinners float64
+	// Bursty is the number of processes that alternate bursts of
+	// spinning, exponential with a mean of BurstMs of wall time (default
+	// 5 ms), with exponential sleeps, runnable BurstyDuty of the time
+	// (in (0, 1]) each and independently of each other: threads that come
+	// and go, as an executor's workers do.
+	Bursty     int
+	BurstyDuty float64
+	BurstMs    float64
 	// Writers is the number of processes writing and fsync'ing WriteBytes
 	// in a loop in a directory of their own under Dir.
 	Writers    int
@@ -62,6 +70,12 @@ const maxLoadProcs = 4096
 func StartLoad(cfg LoadConfig) (*Load, error) {
 	if !(cfg.Spinners >= 0) || cfg.Spinners > maxLoadProcs || cfg.Writers < 0 || cfg.Writers > maxLoadProcs {
 		return nil, fmt.Errorf("%w: %v spinners, %d writers (each 0..%d)", ErrBadConfig, cfg.Spinners, cfg.Writers, maxLoadProcs)
+	}
+	if cfg.Bursty < 0 || cfg.Bursty > maxLoadProcs || (cfg.Bursty > 0 && !(cfg.BurstyDuty > 0 && cfg.BurstyDuty <= 1)) || !(cfg.BurstMs >= 0) || math.IsInf(cfg.BurstMs, 1) {
+		return nil, fmt.Errorf("%w: %d bursty processes at duty %v, bursts of %v ms (0..%d processes, duty in (0, 1])", ErrBadConfig, cfg.Bursty, cfg.BurstyDuty, cfg.BurstMs, maxLoadProcs)
+	}
+	if cfg.BurstMs == 0 {
+		cfg.BurstMs = 5
 	}
 	if cfg.WriteBytes == 0 {
 		cfg.WriteBytes = 64 << 10
@@ -94,6 +108,10 @@ func StartLoad(cfg LoadConfig) (*Load, error) {
 	}
 	if frac > 1e-3 {
 		kinds = append(kinds, []string{envChild + "=spin", envDuty + "=" + strconv.FormatFloat(frac, 'f', 4, 64)})
+	}
+	for i := 0; i < cfg.Bursty; i++ {
+		kinds = append(kinds, []string{envChild + "=spin", envDuty + "=" + strconv.FormatFloat(cfg.BurstyDuty, 'f', 4, 64),
+			envBurst + "=" + strconv.FormatFloat(cfg.BurstMs, 'f', 3, 64)})
 	}
 	for i := 0; i < cfg.Writers; i++ {
 		kinds = append(kinds, []string{envChild + "=write", envDir + "=" + l.dir, envBytes + "=" + strconv.Itoa(cfg.WriteBytes)})

@@ -1,0 +1,78 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/triage-agent/triage/internal/bench/proc"
+	"github.com/triage-agent/triage/train"
+)
+
+// BurstyConfig is one bursty level to measure: ThreadsPerCPU bursty
+// spinners per CPU (rounded to whole processes), each runnable Duty of the
+// time in bursts of BurstMs.
+type BurstyConfig struct {
+	ThreadsPerCPU float64
+	Duty          float64
+	BurstMs       float64
+}
+
+// DefaultBurstyLevels are the levels of docs/calibration.md's "Bursty
+// threads and the run queue": two threads per CPU, busy a quarter and 40%
+// of the time (a mean of 0.5 and 0.8 threads per CPU), in 5 ms bursts.
+// Two per CPU is the fewest that outnumber the CPUs often at such means.
+var DefaultBurstyLevels = []BurstyConfig{{2, 0.25, 5}, {2, 0.4, 5}}
+
+// burstyLevel measures one bursty level: the run queue it reads, and the
+// share of the time it outnumbers the CPUs (from its threads and duty).
+func (m *measurer) burstyLevel(ctx context.Context, b BurstyConfig) (train.BurstyLevel, error) {
+	threads := max(1, int(b.ThreadsPerCPU*float64(m.cpus)+0.5))
+	r, err := m.level(ctx, proc.LoadConfig{Bursty: threads, BurstyDuty: b.Duty, BurstMs: b.BurstMs}, nil)
+	if err != nil {
+		return train.BurstyLevel{}, err
+	}
+	share, load := train.Oversubscription(threads, b.Duty, m.cpus)
+	return train.BurstyLevel{
+		Threads: threads, Duty: b.Duty, BurstMs: b.BurstMs,
+		OversubscribedShare: share, OversubscribedLoad: load,
+		RunqP99Us: zeroIfNaN(r.median(r.runqP99)), RunqP99Sigma: logSigma(r.runqP99),
+		CPUUtil: zeroIfNaN(r.median(r.util)),
+	}, nil
+}
+
+func (b BurstyConfig) String() string {
+	return fmt.Sprintf("%g threads per CPU busy %g of the time in %g ms bursts", b.ThreadsPerCPU, b.Duty, b.BurstMs)
+}
+
+// MeasureBursty measures the bursty levels (cfg.BurstyLevels, default
+// DefaultBurstyLevels) on this machine now and returns a copy of base with
+// them in place of its own; the steady levels, the disk and the idle node
+// stay base's. It is how a calibration written before the bursty levels
+// existed gains them without measuring the rest again.
+func MeasureBursty(ctx context.Context, cfg Config, base *train.Calibration) (*train.Calibration, error) {
+	if base == nil {
+		return nil, fmt.Errorf("calibrate: no calibration to add the bursty levels to")
+	}
+	m, err := newMeasurer(cfg.withDefaults())
+	if err != nil {
+		return nil, err
+	}
+	defer m.col.Close()
+	if base.Machine.CPUs != m.cpus {
+		return nil, fmt.Errorf("%w: the base was measured on %d CPUs, this machine has %d", train.ErrBadCalibration, base.Machine.CPUs, m.cpus)
+	}
+	out := *base
+	out.CPU, out.IO = slices.Clone(base.CPU), slices.Clone(base.IO)
+	out.Machine.Sources = maps.Clone(base.Machine.Sources)
+	out.Machine.BurstyMeasuredAt = time.Now().UTC().Format(time.RFC3339)
+	if out.Bursty, err = measureEach(ctx, m.cfg.BurstyLevels, m.cfg.Progress, "bursty: %v", m.burstyLevel); err != nil {
+		return nil, err
+	}
+	if err := out.Validate(); err != nil {
+		return nil, fmt.Errorf("calibrate: the bursty levels measured do not make a calibration: %w", err)
+	}
+	return &out, nil
+}

@@ -1,0 +1,62 @@
+package calibrate
+
+import (
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/triage-agent/triage/train"
+)
+
+// MeasureBursty measures bursty levels for real (processes that spin and
+// sleep, the run queue read through the agent's eBPF source) and keeps
+// the rest of the base.
+func TestMeasureBurstyAddsTheLevelsAndKeepsTheRest(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the run-queue latency is read through eBPF, which needs root")
+	}
+	base := train.DefaultCalibration()
+	base.Machine.CPUs = runtime.NumCPU()
+	before := slices.Clone(base.Bursty)
+	cfg := Config{BurstyLevels: []BurstyConfig{{2, 0.4, 5}}, Settle: 500 * time.Millisecond, Windows: 2}
+	cal, err := MeasureBursty(context.Background(), cfg, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cal.Bursty) != 1 {
+		t.Fatalf("%d bursty levels, want 1", len(cal.Bursty))
+	}
+	b := cal.Bursty[0]
+	share, load := train.Oversubscription(2*runtime.NumCPU(), 0.4, runtime.NumCPU())
+	if b.Threads != 2*runtime.NumCPU() || b.OversubscribedShare != share || b.OversubscribedLoad != load {
+		t.Errorf("level %+v: want %d threads, share %v, load %v", b, 2*runtime.NumCPU(), share, load)
+	}
+	if !(b.RunqP99Us > 0) || !(b.CPUUtil > 0) {
+		t.Errorf("level %+v: want a run-queue p99 and a CPU utilisation read", b)
+	}
+	if !slices.Equal(cal.CPU, base.CPU) || !slices.Equal(cal.IO, base.IO) || cal.Idle != base.Idle {
+		t.Error("the steady levels, the disk or the idle node changed: they are the base's")
+	}
+	if cal.Machine.BurstyMeasuredAt == "" || cal.Machine.MeasuredAt != base.Machine.MeasuredAt {
+		t.Errorf("machine %+v: want the base's time and the bursty levels' own", cal.Machine)
+	}
+	if !slices.Equal(base.Bursty, before) {
+		t.Error("the base calibration was changed")
+	}
+	t.Logf("%d threads busy 40%%: run-queue p99 %.0f µs (oversubscribed %.3f of the time at %.2f per CPU)", b.Threads, b.RunqP99Us, share, load)
+}
+
+func TestMeasureBurstyRefusesAnotherMachinesCalibration(t *testing.T) {
+	base := train.DefaultCalibration()
+	base.Machine.CPUs = runtime.NumCPU() + 1
+	if _, err := MeasureBursty(context.Background(), Config{NoBPF: true}, base); !errors.Is(err, train.ErrBadCalibration) {
+		t.Errorf("a base of %d CPUs on %d: %v, want ErrBadCalibration", base.Machine.CPUs, runtime.NumCPU(), err)
+	}
+	if _, err := MeasureBursty(context.Background(), Config{NoBPF: true}, nil); err == nil {
+		t.Error("no base: want an error")
+	}
+}
