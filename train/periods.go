@@ -125,6 +125,44 @@ func (ev *Evaluation) WritePeriodMarkdown(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
+	ev.writeHeld(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeHeld adds, for the policies that asked for more than the calm
+// reserve (the served ones), how many starts of each period's tasks
+// happened while they held more than the calm quarter of the workers back
+// from background work: where the contended half was paid for. Nothing
+// when no policy held it.
+func (ev *Evaluation) writeHeld(b *strings.Builder) {
+	var held []string
+	for _, n := range ev.Order {
+		for _, c := range ev.Policies[n].PerPeriod {
+			if c.Held > 0 {
+				held = append(held, n)
+				break
+			}
+		}
+	}
+	if len(held) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nStarts with more than the calm quarter of the workers held back, per period (tasks by arrival), %s\n\n| period |", ev.Scenario)
+	for _, n := range held {
+		fmt.Fprintf(b, " %s |", n)
+	}
+	b.WriteString("\n| --- |" + strings.Repeat(" ---: |", len(held)) + "\n")
+	for k, p := range ev.Periods {
+		fmt.Fprintf(b, "| %s |", p.Label())
+		for _, n := range held {
+			c := ev.Policies[n].PerPeriod
+			if k >= len(c) || c[k].Tasks == 0 {
+				b.WriteString(" – |")
+				continue
+			}
+			fmt.Fprintf(b, " %d of %d (%.0f%%) |", c[k].Held, c[k].Tasks, 100*float64(c[k].Held)/float64(c[k].Tasks))
+		}
+		b.WriteString("\n")
+	}
 }

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -113,5 +114,22 @@ func TestEvaluateSeedsPoolsPeriods(t *testing.T) {
 		if c.Held != seeds[0][k].Held+seeds[1][k].Held || c.Held == 0 || c.Held > c.Tasks {
 			t.Errorf("period %d: pooled %+v, seeds %+v and %+v", k, c, seeds[0][k], seeds[1][k])
 		}
+	}
+	// The period table says it: a row per period for the policy that held,
+	// none for FIFO, which never asks.
+	sb.Reset()
+	if err := pooled.WritePeriodMarkdown(&sb); err != nil {
+		t.Fatal(err)
+	}
+	out := sb.String()
+	heldTable := out[strings.Index(out, "Starts with more than the calm quarter"):]
+	first := pooled.Policies[asking.Name()].PerPeriod[0]
+	if !strings.Contains(heldTable, "| "+asking.Name()+" |") || strings.Count(heldTable, "\n| ") != len(b)+2 ||
+		!strings.Contains(heldTable, fmt.Sprintf(" %d of %d (", first.Held, first.Tasks)) {
+		t.Errorf("held-back table:\n%s", heldTable)
+	}
+	sb.Reset()
+	if err := two.WritePeriodMarkdown(&sb); err != nil || strings.Contains(sb.String(), "Starts with more than") {
+		t.Errorf("FIFO holds nothing back, yet: %v\n%s", err, sb.String())
 	}
 }
