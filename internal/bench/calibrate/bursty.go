@@ -3,8 +3,6 @@ package calibrate
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/triage-agent/triage/internal/bench/proc"
@@ -64,9 +62,7 @@ func MeasureBursty(ctx context.Context, cfg Config, base *train.Calibration) (*t
 	if base.Machine.CPUs != m.cpus {
 		return nil, fmt.Errorf("%w: the base was measured on %d CPUs, this machine has %d", train.ErrBadCalibration, base.Machine.CPUs, m.cpus)
 	}
-	out := *base
-	out.CPU, out.IO = slices.Clone(base.CPU), slices.Clone(base.IO)
-	out.Machine.Sources = maps.Clone(base.Machine.Sources)
+	out := cloneCalibration(base)
 	out.Machine.BurstyMeasuredAt = time.Now().UTC().Format(time.RFC3339)
 	if out.Bursty, err = measureEach(ctx, m.cfg.BurstyLevels, m.cfg.Progress, "bursty: %v", m.burstyLevel); err != nil {
 		return nil, err

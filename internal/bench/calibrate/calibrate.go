@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"runtime"
@@ -316,4 +317,14 @@ func zeroIfNaN(x float64) float64 {
 		return 0
 	}
 	return x
+}
+
+// cloneCalibration is a copy of base that shares none of its slices or
+// maps, for a measurement that replaces some of its levels and keeps the
+// rest.
+func cloneCalibration(base *train.Calibration) train.Calibration {
+	out := *base
+	out.CPU, out.IO, out.Bursty = slices.Clone(base.CPU), slices.Clone(base.IO), slices.Clone(base.Bursty)
+	out.Machine.Sources = maps.Clone(base.Machine.Sources)
+	return out
 }

@@ -3,8 +3,6 @@ package calibrate
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/triage-agent/triage/internal/bench/proc"
@@ -52,9 +50,7 @@ func MeasureDisk(ctx context.Context, cfg Config, base *train.Calibration) (*tra
 		return nil, err
 	}
 	defer m.col.Close()
-	out := *base
-	out.CPU = slices.Clone(base.CPU)
-	out.Machine.Sources = maps.Clone(base.Machine.Sources)
+	out := cloneCalibration(base)
 	out.Machine.DiskMeasuredAt = time.Now().UTC().Format(time.RFC3339)
 	if out.IO, err = measureEach(ctx, m.cfg.IOLevels, m.cfg.Progress, "io: %d writers beside the probe", m.ioLevel); err != nil {
 		return nil, err
