@@ -36,6 +36,27 @@ type Calibration struct {
 	// the run queue (calibration_bursty.go); a calibration written before
 	// them has none and the simulator takes the default fit.
 	Bursty []BurstyLevel `json:"bursty,omitempty"`
+	// WakeCreditMs is the CPU time a thread that has just woken runs
+	// ahead of the threads that have used their share (WakeCredit); 0 in
+	// a calibration written before it was measured.
+	WakeCreditMs float64 `json:"wake_credit_ms,omitempty"`
+}
+
+// DefaultWakeCreditMs is WakeCredit where the calibration has none: what
+// a waking probe beside spinners measured on the development VM, where
+// jobs of 1 ms ran unslowed beside 2 to 6 spinners and jobs of 2 and 5 ms
+// fitted a credit of about 1 ms (docs/calibration.md, "Short tasks under
+// CPU contention").
+const DefaultWakeCreditMs = 1.0
+
+// WakeCredit is the CPU time (ms) a waking thread runs ahead of the
+// threads that have used their share: c.WakeCreditMs, or
+// DefaultWakeCreditMs where the calibration does not say.
+func (c *Calibration) WakeCredit() float64 {
+	if c.WakeCreditMs > 0 {
+		return c.WakeCreditMs
+	}
+	return DefaultWakeCreditMs
 }
 
 // MachineInfo says where and how a calibration was measured.
@@ -204,8 +225,15 @@ func (c *Calibration) Validate() error {
 	if c.IO[0].Writers != 0 || c.IO[0].WriteMs <= 0 {
 		return badCal("io[0] must be the uncontended level (writers 0) with a positive write_ms")
 	}
+	if !finite(c.WakeCreditMs) || c.WakeCreditMs < 0 || c.WakeCreditMs > maxWakeCreditMs {
+		return badCal("wake_credit_ms must be in [0, %v], got %v", maxWakeCreditMs, c.WakeCreditMs)
+	}
 	return c.validateBursty()
 }
+
+// maxWakeCreditMs bounds a calibration's wake credit: a scheduler gives a
+// waking thread milliseconds, not more.
+const maxWakeCreditMs = 100.0
 
 // CPUAt is the CPU level at load threads-per-CPU, interpolated: latencies
 // log-log between measured levels (run-queue latency grows by orders of

@@ -57,10 +57,14 @@ type nodeModel struct {
 	// speeds change there.
 	edges []float64
 
-	cpu, io vclock
+	// wake is the clock of the tasks in the first, waking part of their
+	// CPU work (wakeCreditMs), cpu of the rest of it.
+	wake, cpu, io vclock
+	// wakeCreditMs is the CPU work a task does as a waker (0: none).
+	wakeCreditMs float64
 	// Counts since the last change: executor tasks in each part, and the
 	// neighbours.
-	nCPU, nIO        int
+	nWake, nCPU, nIO int
 	threads, writers int
 	// writerCPU is the CPU the disk's writers (tasks in their I/O part
 	// and neighbours) keep busy, in threads (Calibration.WriterThreads):
@@ -76,7 +80,10 @@ func newNodeModel(sc *Scenario, cal *Calibration) *nodeModel {
 		n.edges = append(n.edges, e.AtS*1000, (e.AtS+e.ForS)*1000)
 	}
 	slices.Sort(n.edges)
-	n.cpu.speed, n.io.speed, n.cpuSlow, n.ioSlow = 1, 1, 1, 1
+	n.wake.speed, n.cpu.speed, n.io.speed, n.cpuSlow, n.ioSlow = 1, 1, 1, 1, 1
+	if sc.HasNode() && cal != nil {
+		n.wakeCreditMs = cal.WakeCredit()
+	}
 	return n
 }
 
@@ -90,26 +97,42 @@ func (n *nodeModel) nextEdge(t float64) float64 {
 }
 
 func (n *nodeModel) advance(dt float64) {
+	n.wake.advance(dt)
 	n.cpu.advance(dt)
 	n.io.advance(dt)
 }
 
-// set records the counts from time t (ms) on and recomputes the speeds.
-func (n *nodeModel) set(nCPU, nIO int, t float64) {
-	n.nCPU, n.nIO = nCPU, nIO
+// set records the counts from time t (ms) on and recomputes the speeds:
+// nWake tasks in the waking part of their CPU work, nCPU in the rest of
+// it, nIO in their I/O part.
+//
+// A task that has just started is a thread that has just woken (the
+// worker slept until it came), and the scheduler runs a waking thread
+// ahead of threads that have used their share: the neighbours' spinners.
+// So for its first wakeCreditMs of CPU work a task shares the CPUs with
+// the executor's other tasks only, as on a node without the spinners, and
+// after that with everything runnable. The executor's tasks wake alike, so
+// among themselves they share fairly (a quiet node is as before); the
+// spinners pay. Measured: docs/calibration.md, "Short tasks under CPU
+// contention".
+func (n *nodeModel) set(nWake, nCPU, nIO int, t float64) {
+	n.nWake, n.nCPU, n.nIO = nWake, nCPU, nIO
 	n.threads, n.writers = n.sc.NeighbourLoad(t / 1000)
 	n.writerCPU = 0
 	if n.cal != nil {
 		n.writerCPU = n.cal.WriterThreads(float64(nIO + n.writers))
 	}
-	n.cpuSlow = n.cpuSlowdown(float64(nCPU + n.threads))
+	tasks := float64(nWake + nCPU)
+	n.cpuSlow = n.cpuSlowdown(tasks + float64(n.threads))
 	n.ioSlow = n.ioSlowdown(float64(nIO - 1 + n.writers))
-	n.cpu.speed, n.io.speed = 1/n.cpuSlow, 1/n.ioSlow
+	n.wake.speed, n.cpu.speed, n.io.speed = 1/n.cpuSlowdown(tasks), 1/n.cpuSlow, 1/n.ioSlow
 }
 
 // cpuLoad is the runnable threads per CPU, the writers' CPU counted as
 // the threads it would keep busy.
-func (n *nodeModel) cpuLoad() float64 { return (float64(n.nCPU+n.threads) + n.writerCPU) / n.cpus }
+func (n *nodeModel) cpuLoad() float64 {
+	return (float64(n.nWake+n.nCPU+n.threads) + n.writerCPU) / n.cpus
+}
 
 // diskWriters is the fsync'ing writers on the disk, tasks and neighbours.
 func (n *nodeModel) diskWriters() int { return n.nIO + n.writers }

@@ -43,7 +43,7 @@ func TestWritersTakeCPUFromTheThreads(t *testing.T) {
 	}
 	sc := &Scenario{Workers: 4, Node: &Node{CPUs: 2}, Interference: []Episode{{Kind: InterferenceIO, AtS: 0, ForS: 10, Writers: 4}}, DurationS: 10}
 	n := newNodeModel(sc, cal)
-	n.set(4, 1, 1000) // 4 tasks in their CPU part, 1 in its I/O part beside 4 neighbour writers
+	n.set(0, 4, 1, 1000) // 4 tasks in their CPU part (none waking), 1 in its I/O part beside 4 neighbour writers
 	if math.Abs(n.writerCPU-0.8) > 1e-9 {
 		t.Fatalf("writer CPU %.3f, want 0.8 (5 writers)", n.writerCPU)
 	}
@@ -57,7 +57,7 @@ func TestWritersTakeCPUFromTheThreads(t *testing.T) {
 	old := *cal
 	old.IO = []IOLevel{{Writers: 0, Slowdown: 1}, {Writers: 4, Slowdown: 3}}
 	n = newNodeModel(sc, &old)
-	n.set(4, 1, 1000)
+	n.set(0, 4, 1, 1000)
 	if n.writerCPU != 0 || n.cpuSlow != 2 {
 		t.Errorf("without a measured cpu_util: writer CPU %.3f, slowdown %.3f; want 0 and 2", n.writerCPU, n.cpuSlow)
 	}

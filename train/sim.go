@@ -137,6 +137,7 @@ func RunTasks(sc *Scenario, tasks []Task, p Policy, cfg SimConfig) ([]Outcome, e
 	}
 	s.out = out
 	s.target = make([]float64, len(out))
+	s.inWake = phaseHeap(s.target, out)
 	s.inCPU = phaseHeap(s.target, out)
 	s.inIO = phaseHeap(s.target, out)
 	s.queue = newQueue(p, &s.out, sc.Workers, s.sig.slowdown.Value)
@@ -152,15 +153,16 @@ type simulator struct {
 	cfg   SimConfig
 	out   []Outcome
 	queue queue
-	// Tasks in service: in their CPU part or in their I/O part, each
-	// ordered by the virtual time its part ends (target, see node.go).
-	inCPU, inIO indexHeap
-	target      []float64
-	node        *nodeModel
-	now         float64
-	sig         *signals
-	view        NodeView
-	workers     int
+	// Tasks in service: in the waking part of their CPU work, in the rest
+	// of it, or in their I/O part, each ordered by the virtual time its
+	// part ends (target, see node.go).
+	inWake, inCPU, inIO indexHeap
+	target              []float64
+	node                *nodeModel
+	now                 float64
+	sig                 *signals
+	view                NodeView
+	workers             int
 	// inFlight is the expected work (ms) decided and not finished at each
 	// level: features 17 to 19.
 	inFlight [policy.NumActions]float64
@@ -180,7 +182,7 @@ func newSimulator(sc *Scenario, cfg SimConfig, seed int64) *simulator {
 	s := &simulator{sc: sc, cfg: cfg, workers: sc.Workers, reserve: policy.CalmReserve}
 	s.node = newNodeModel(sc, cal)
 	s.sig = newSignals(sc, cal, s.node, seed, cfg.MissingSources, cfg.VaryNode)
-	s.node.set(0, 0, 0)
+	s.node.set(0, 0, 0, 0)
 	return s
 }
 
@@ -198,8 +200,9 @@ func (s *simulator) run(p Policy) error {
 		if next < len(s.out) {
 			tArr = s.out[next].ArrivalMs
 		}
+		tWake := s.nextEnd(&s.inWake, &s.node.wake)
 		tCPU, tIO := s.nextEnd(&s.inCPU, &s.node.cpu), s.nextEnd(&s.inIO, &s.node.io)
-		tFin := math.Min(tCPU, tIO)
+		tFin := math.Min(tWake, math.Min(tCPU, tIO))
 		tEdge := s.node.nextEdge(s.now)
 		if math.IsInf(tArr, 1) && math.IsInf(tFin, 1) {
 			break
@@ -210,6 +213,9 @@ func (s *simulator) run(p Policy) error {
 		switch {
 		case tEdge < tFin && tEdge < tArr:
 			s.advance(tEdge)
+		case tFin <= tArr && tWake <= tCPU && tWake <= tIO:
+			s.advance(tWake)
+			s.endWake(heap.Pop(&s.inWake).(int))
 		case tFin <= tArr && tCPU <= tIO:
 			s.advance(tCPU)
 			s.endCPU(heap.Pop(&s.inCPU).(int))
@@ -224,7 +230,7 @@ func (s *simulator) run(p Policy) error {
 			next++
 		}
 		s.dispatch()
-		s.node.set(s.inCPU.Len(), s.inIO.Len(), s.now)
+		s.node.set(s.inWake.Len(), s.inCPU.Len(), s.inIO.Len(), s.now)
 	}
 	s.advance(cutoff)
 	for i := range s.out {
@@ -255,7 +261,7 @@ func (s *simulator) advance(t float64) {
 }
 
 // busy is the number of workers serving a task.
-func (s *simulator) busy() int { return s.inCPU.Len() + s.inIO.Len() }
+func (s *simulator) busy() int { return s.inWake.Len() + s.inCPU.Len() + s.inIO.Len() }
 
 func (s *simulator) arrive(i int, p Policy) error {
 	o := &s.out[i]
@@ -302,6 +308,11 @@ func (s *simulator) dispatch() {
 			o.Harm = s.harmOf(o)
 		}
 		cpuMs := o.CostMs * (1 - o.IOShare)
+		if credit := s.node.wakeCreditMs; cpuMs > 0 && credit > 0 {
+			s.target[idx] = s.node.wake.now(s.now) + math.Min(cpuMs, credit)
+			heap.Push(&s.inWake, idx)
+			continue
+		}
 		if cpuMs > 0 {
 			s.target[idx] = s.node.cpu.now(s.now) + cpuMs
 			heap.Push(&s.inCPU, idx)
@@ -310,6 +321,18 @@ func (s *simulator) dispatch() {
 		s.target[idx] = s.node.io.now(s.now) + o.CostMs
 		heap.Push(&s.inIO, idx)
 	}
+}
+
+// endWake moves a task from the waking part of its CPU work to the rest
+// of it, or past its CPU part where the credit covered it.
+func (s *simulator) endWake(idx int) {
+	o := &s.out[idx]
+	if rest := o.CostMs*(1-o.IOShare) - s.node.wakeCreditMs; rest > 0 {
+		s.target[idx] = s.node.cpu.now(s.now) + rest
+		heap.Push(&s.inCPU, idx)
+		return
+	}
+	s.endCPU(idx)
 }
 
 // endCPU moves a task from its CPU part to its I/O part, or finishes it.
@@ -413,7 +436,7 @@ func (v *NodeView) WaitMs(level int) float64 {
 		}
 	})
 	free := v.freeTimes[:0]
-	for _, h := range [...]*indexHeap{&v.sim.inCPU, &v.sim.inIO} {
+	for _, h := range [...]*indexHeap{&v.sim.inWake, &v.sim.inCPU, &v.sim.inIO} {
 		for _, idx := range h.idx {
 			o := &v.sim.out[idx]
 			free = append(free, math.Max(0, o.StartMs+o.ExpectedMs-v.Now))
