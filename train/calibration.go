@@ -36,10 +36,50 @@ type Calibration struct {
 	// the run queue (calibration_bursty.go); a calibration written before
 	// them has none and the simulator takes the default fit.
 	Bursty []BurstyLevel `json:"bursty,omitempty"`
-	// WakeCreditMs is the CPU time a thread that has just woken runs
-	// ahead of the threads that have used their share (WakeCredit); 0 in
-	// a calibration written before it was measured.
-	WakeCreditMs float64 `json:"wake_credit_ms,omitempty"`
+	// Wake rows are jobs of a fixed CPU time run by a thread that sleeps
+	// between them, beside steady spinners, and WakeCreditMs the credit
+	// fitted to them (FitWakeCredit): the CPU time a thread that has just
+	// woken runs ahead of the threads that have used their share
+	// (WakeCredit). Both absent in a calibration written before they were
+	// measured.
+	Wake         []WakeLevel `json:"wake,omitempty"`
+	WakeCreditMs float64     `json:"wake_credit_ms,omitempty"`
+}
+
+// WakeLevel is one waking job measured: JobMs of CPU time after a sleep,
+// beside SpinnersPerCPU steady spinners per CPU; Slowdown is its wall time
+// over its CPU time (the median job), ShareSlowdown a long job's at the
+// same level: the share of the CPU a thread gets once its credit is spent.
+type WakeLevel struct {
+	SpinnersPerCPU float64 `json:"spinners_per_cpu"`
+	JobMs          float64 `json:"job_ms"`
+	Slowdown       float64 `json:"slowdown"`
+	ShareSlowdown  float64 `json:"share_slowdown"`
+}
+
+// FitWakeCredit is the wake credit (ms) the waking jobs say: each job of J
+// ms read slowdown s where a long one read f, so it ran C ms at once and
+// the rest at f, C = J (f − s) / (f − 1), within [0, J]; the median over
+// the jobs whose level slows a long job by at least 5% (else nothing is
+// learnt). 0 when none can say it.
+func FitWakeCredit(levels []WakeLevel) float64 {
+	var cs []float64
+	for _, l := range levels {
+		f, s, j := l.ShareSlowdown, l.Slowdown, l.JobMs
+		if !(f >= 1.05) || !(s > 0) || !(j > 0) || !finite(f) || !finite(s) {
+			continue
+		}
+		cs = append(cs, math.Max(0, math.Min(j, j*(f-s)/(f-1))))
+	}
+	if len(cs) == 0 {
+		return 0
+	}
+	sort.Float64s(cs)
+	n := len(cs)
+	if n%2 == 1 {
+		return cs[n/2]
+	}
+	return (cs[n/2-1] + cs[n/2]) / 2
 }
 
 // DefaultWakeCreditMs is WakeCredit where the calibration has none: what
@@ -68,10 +108,11 @@ type MachineInfo struct {
 	// again on their own (`triage bench e2e` measures the disk it runs on):
 	// the CPU levels and the idle node are then MeasuredAt's.
 	DiskMeasuredAt string `json:"disk_measured_at,omitempty"`
-	// BurstyMeasuredAt, when set, is when the bursty levels were measured
-	// on their own (`triage calibrate --bursty-of`), added to a
-	// calibration measured before they existed.
-	BurstyMeasuredAt string `json:"bursty_measured_at,omitempty"`
+	// SchedulerMeasuredAt, when set, is when the scheduler's levels (the
+	// bursty levels and the waking jobs) were measured on their own
+	// (`triage calibrate --scheduler-of`), added to a calibration measured
+	// before they existed.
+	SchedulerMeasuredAt string `json:"scheduler_measured_at,omitempty"`
 	// Sources names the source of each signal ("ebpf", "procfs", ...), as
 	// the agent reported it during the measurement.
 	Sources map[string]string `json:"sources"`
@@ -227,6 +268,13 @@ func (c *Calibration) Validate() error {
 	}
 	if !finite(c.WakeCreditMs) || c.WakeCreditMs < 0 || c.WakeCreditMs > maxWakeCreditMs {
 		return badCal("wake_credit_ms must be in [0, %v], got %v", maxWakeCreditMs, c.WakeCreditMs)
+	}
+	for i, l := range c.Wake {
+		for _, v := range []float64{l.SpinnersPerCPU, l.JobMs, l.Slowdown, l.ShareSlowdown} {
+			if !finite(v) || v <= 0 {
+				return badCal("wake[%d]: spinners, job and slowdowns must be positive numbers, got %v", i, v)
+			}
+		}
 	}
 	return c.validateBursty()
 }

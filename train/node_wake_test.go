@@ -45,7 +45,7 @@ func TestSpinnersSlowLongTasksMoreThanShortOnes(t *testing.T) {
 	sc := mustParseScenario(t, `{"name":"wake","seed":4,"duration_s":40,"workers":4,"node":{"cpus":2},
 	 "arrival":{"process":"poisson","rate_per_s":40},
 	 "interference":[{"kind":"cpu","at_s":20,"for_s":20,"threads":4}],
-	 "classes":[{"name":"short","share":0.7,"sla_ms":50,"cost_ms":{"dist":"constant","value":0.8}},
+	 "classes":[{"name":"short","share":0.7,"sla_ms":50,"cost_ms":{"dist":"constant","value":0.5}},
 	            {"name":"long","share":0.3,"sla_ms":500,"cost_ms":{"dist":"constant","value":30}}]}`)
 	out, err := Run(sc, ReserveRule{}, SimConfig{})
 	if err != nil {
@@ -67,17 +67,50 @@ func TestSpinnersSlowLongTasksMoreThanShortOnes(t *testing.T) {
 
 func TestWakeCreditComesFromTheCalibration(t *testing.T) {
 	cal := DefaultCalibration()
-	if cal.WakeCreditMs != 0 || cal.WakeCredit() != DefaultWakeCreditMs {
-		t.Errorf("the default calibration's credit: %v (field %v), want the default %v", cal.WakeCredit(), cal.WakeCreditMs, DefaultWakeCreditMs)
+	if len(cal.Wake) == 0 || cal.WakeCreditMs != FitWakeCredit(cal.Wake) || cal.WakeCredit() != cal.WakeCreditMs {
+		t.Errorf("the default calibration's credit %v (field %v) from %d waking jobs: want the fit of its jobs, %v", cal.WakeCredit(), cal.WakeCreditMs, len(cal.Wake), FitWakeCredit(cal.Wake))
 	}
-	cal.WakeCreditMs = 2.5
-	if cal.WakeCredit() != 2.5 {
-		t.Errorf("a measured credit of 2.5 ms reads %v", cal.WakeCredit())
+	cal.WakeCreditMs = 0
+	if cal.WakeCredit() != DefaultWakeCreditMs {
+		t.Errorf("without a measured credit: %v, want the default %v", cal.WakeCredit(), DefaultWakeCreditMs)
 	}
 	for _, bad := range []float64{-1, math.NaN(), math.Inf(1), 1e6} {
 		cal.WakeCreditMs = bad
 		if err := cal.Validate(); !errors.Is(err, ErrBadCalibration) || !strings.Contains(err.Error(), "wake_credit_ms") {
 			t.Errorf("wake_credit_ms %v: %v, want ErrBadCalibration naming it", bad, err)
 		}
+	}
+	cal = DefaultCalibration()
+	cal.Wake = append(cal.Wake, WakeLevel{SpinnersPerCPU: 1, JobMs: math.NaN(), Slowdown: 1, ShareSlowdown: 2})
+	if err := cal.Validate(); !errors.Is(err, ErrBadCalibration) || !strings.Contains(err.Error(), "wake[") {
+		t.Errorf("a waking job of NaN ms: %v, want ErrBadCalibration naming the row", err)
+	}
+}
+
+// The credit is what the jobs say: a job of J ms at slowdown s where a
+// long one reads f ran C = J (f - s) / (f - 1) ms at once; the median of
+// the jobs that can say it.
+func TestFitWakeCreditInvertsTheJobs(t *testing.T) {
+	job := func(c, j, f float64) WakeLevel {
+		return WakeLevel{SpinnersPerCPU: 1, JobMs: j, Slowdown: (c + (j-c)*f) / j, ShareSlowdown: f}
+	}
+	if got := FitWakeCredit([]WakeLevel{job(1, 2, 2), job(1, 5, 3), job(1.2, 5, 2.5)}); math.Abs(got-1) > 1e-9 {
+		t.Errorf("credit %v, want the median 1", got)
+	}
+	// A job inside its credit says only "at least J": clamped to J. A
+	// level whose long job is not slowed says nothing.
+	if got := FitWakeCredit([]WakeLevel{{SpinnersPerCPU: 1, JobMs: 1, Slowdown: 0.98, ShareSlowdown: 2}}); got != 1 {
+		t.Errorf("a 1 ms job unslowed: credit %v, want 1", got)
+	}
+	if got := FitWakeCredit([]WakeLevel{{SpinnersPerCPU: 0.1, JobMs: 2, Slowdown: 1, ShareSlowdown: 1.01}}); got != 0 {
+		t.Errorf("nothing slowed: credit %v, want 0 (unknown)", got)
+	}
+	// The measurement of docs/calibration.md: 2 and 5 ms jobs beside 2, 4
+	// and 6 spinners on 2 CPUs, long jobs at 1.98, 2.92 and 3.83.
+	measured := []WakeLevel{
+		{1, 2, 1.62, 1.98}, {1, 5, 1.95, 1.98}, {2, 2, 1.43, 2.92}, {2, 5, 2.49, 2.92}, {3, 2, 2.32, 3.83}, {3, 5, 3.36, 3.83},
+	}
+	if got := FitWakeCredit(measured); got < 0.8 || got > 1.2 {
+		t.Errorf("the measured jobs fit %v ms, want about 1", got)
 	}
 }

@@ -23,7 +23,7 @@ func runCalibrate(args []string) error {
 	dir := fs.String("dir", os.TempDir(), "directory for the fsync'd writers: on the disk whose latency matters")
 	quick := fs.Bool("quick", false, "three levels of each kind and short windows (a smoke test, not a calibration)")
 	noBPF := fs.Bool("no-ebpf", false, "read every signal from procfs")
-	burstyOf := fs.String("bursty-of", "", "measure only the bursty levels (threads that come and go, how they read the run queue) and write this calibration file (\"default\": the embedded one) with them in place of its own; about 20 s")
+	schedulerOf := fs.String("scheduler-of", "", "measure only the scheduler's levels (bursty threads and how they read the run queue; waking jobs beside spinners and the credit they get) and write this calibration file (\"default\": the embedded one) with them in place of its own; about a minute")
 	compare := fs.String("compare", "", "measure nothing: print, for this calibration file (\"default\": the embedded one), the measured signals beside what the simulator synthesises from them, as a markdown table")
 	if done, err := parseCommandFlags(fs, args); done {
 		return err
@@ -43,20 +43,21 @@ func runCalibrate(args []string) error {
 	if *quick {
 		cfg.CPULevels, cfg.IOLevels, cfg.Windows = []float64{0.5, 1, 2}, []int{0, 1, 2}, 2
 		cfg.BurstyLevels = calibrate.DefaultBurstyLevels[len(calibrate.DefaultBurstyLevels)-1:]
+		cfg.WakeLevels = []calibrate.WakeConfig{{SpinnersPerCPU: 1, JobsMs: []float64{2}}}
 		cfg.Settle = 1500e6
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var cal *train.Calibration
 	var err error
-	if *burstyOf != "" {
+	if *schedulerOf != "" {
 		base := train.DefaultCalibration()
-		if *burstyOf != "default" {
-			if base, err = train.LoadCalibration(*burstyOf); err != nil {
+		if *schedulerOf != "default" {
+			if base, err = train.LoadCalibration(*schedulerOf); err != nil {
 				return err
 			}
 		}
-		cal, err = calibrate.MeasureBursty(ctx, cfg, base)
+		cal, err = calibrate.MeasureScheduler(ctx, cfg, base)
 	} else {
 		cal, err = calibrate.Run(ctx, cfg)
 	}
@@ -91,6 +92,13 @@ func writeCalibrationTable(w *os.File, cal *train.Calibration) {
 			fmt.Fprintf(w, "%14d  %.2f  %8.1f  %20.3f, %.2f  %11.1f  %.2f\n", l.Threads, l.Duty, l.BurstMs, l.OversubscribedShare, l.OversubscribedLoad, l.RunqP99Us, l.CPUUtil)
 		}
 		fmt.Fprintf(w, "oversubscribed run-queue exponent: %.3f\n", cal.OversubscribedExponent())
+	}
+	if len(cal.Wake) > 0 {
+		fmt.Fprintln(w, "spinners/CPU  waking job ms  slowdown  a long job's")
+		for _, l := range cal.Wake {
+			fmt.Fprintf(w, "%12.2f  %12.1f  %8.2f  %12.2f\n", l.SpinnersPerCPU, l.JobMs, l.Slowdown, l.ShareSlowdown)
+		}
+		fmt.Fprintf(w, "wake credit: %.2f ms\n", cal.WakeCredit())
 	}
 	fmt.Fprintln(w, "writers  blkio p99 µs  write+fsync ms  slowdown  CPU")
 	for _, l := range cal.IO {

@@ -11,32 +11,35 @@ import (
 	"github.com/triage-agent/triage/train"
 )
 
-// `triage calibrate --bursty-of default` measures the bursty levels for
-// real and writes the embedded calibration with them: a file the
-// simulator loads, its steady levels the embedded ones.
-func TestCalibrateAddsBurstyLevels(t *testing.T) {
+// `triage calibrate --scheduler-of default` measures the bursty levels
+// and the waking jobs for real and writes the embedded calibration with
+// them: a file the simulator loads, its steady levels the embedded ones.
+func TestCalibrateAddsTheSchedulersLevels(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the run-queue latency is read through eBPF, which needs root")
 	}
 	base := train.DefaultCalibration()
 	if base.Machine.CPUs != runtime.NumCPU() {
-		t.Skipf("the embedded calibration is of %d CPUs, this machine has %d: --bursty-of refuses it (tested in internal/bench/calibrate)", base.Machine.CPUs, runtime.NumCPU())
+		t.Skipf("the embedded calibration is of %d CPUs, this machine has %d: --scheduler-of refuses it (tested in internal/bench/calibrate)", base.Machine.CPUs, runtime.NumCPU())
 	}
 	out := filepath.Join(t.TempDir(), "cal.json")
-	if err := runCalibrate([]string{"--bursty-of", "default", "--quick", "--out", out}); err != nil {
+	if err := runCalibrate([]string{"--scheduler-of", "default", "--quick", "--out", out}); err != nil {
 		t.Fatal(err)
 	}
 	cal, err := train.LoadCalibration(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cal.Bursty) != 1 || !(cal.Bursty[0].RunqP99Us > 0) || cal.Machine.BurstyMeasuredAt == "" {
-		t.Errorf("bursty levels %+v (measured at %q): want the one quick level, read", cal.Bursty, cal.Machine.BurstyMeasuredAt)
+	if len(cal.Bursty) != 1 || !(cal.Bursty[0].RunqP99Us > 0) || cal.Machine.SchedulerMeasuredAt == "" {
+		t.Errorf("bursty levels %+v (measured at %q): want the one quick level, read", cal.Bursty, cal.Machine.SchedulerMeasuredAt)
+	}
+	if len(cal.Wake) != 1 || cal.WakeCreditMs != train.FitWakeCredit(cal.Wake) {
+		t.Errorf("waking jobs %+v, credit %v: want the one quick job and its fit", cal.Wake, cal.WakeCreditMs)
 	}
 	if !slices.Equal(cal.CPU, base.CPU) || !slices.Equal(cal.IO, base.IO) {
 		t.Error("the steady levels or the disk changed: they are the embedded calibration's")
 	}
-	if err := runCalibrate([]string{"--bursty-of", filepath.Join(t.TempDir(), "missing.json"), "--quick"}); err == nil || !strings.Contains(err.Error(), "missing.json") {
+	if err := runCalibrate([]string{"--scheduler-of", filepath.Join(t.TempDir(), "missing.json"), "--quick"}); err == nil || !strings.Contains(err.Error(), "missing.json") {
 		t.Errorf("a missing base: %v, want an error naming it", err)
 	}
 }

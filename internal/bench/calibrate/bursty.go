@@ -45,14 +45,16 @@ func (b BurstyConfig) String() string {
 	return fmt.Sprintf("%g threads per CPU busy %g of the time in %g ms bursts", b.ThreadsPerCPU, b.Duty, b.BurstMs)
 }
 
-// MeasureBursty measures the bursty levels (cfg.BurstyLevels, default
-// DefaultBurstyLevels) on this machine now and returns a copy of base with
-// them in place of its own; the steady levels, the disk and the idle node
-// stay base's. It is how a calibration written before the bursty levels
-// existed gains them without measuring the rest again.
-func MeasureBursty(ctx context.Context, cfg Config, base *train.Calibration) (*train.Calibration, error) {
+// MeasureScheduler measures the scheduler's levels, the bursty ones
+// (cfg.BurstyLevels, default DefaultBurstyLevels) and the waking jobs
+// (cfg.WakeLevels, default DefaultWakeLevels), on this machine now, and
+// returns a copy of base with them and the credit fitted to the jobs in
+// place of its own; the steady levels, the disk and the idle node stay
+// base's. It is how a calibration written before they existed gains them
+// without measuring the rest again.
+func MeasureScheduler(ctx context.Context, cfg Config, base *train.Calibration) (*train.Calibration, error) {
 	if base == nil {
-		return nil, fmt.Errorf("calibrate: no calibration to add the bursty levels to")
+		return nil, fmt.Errorf("calibrate: no calibration to add the scheduler's levels to")
 	}
 	m, err := newMeasurer(cfg.withDefaults())
 	if err != nil {
@@ -63,12 +65,15 @@ func MeasureBursty(ctx context.Context, cfg Config, base *train.Calibration) (*t
 		return nil, fmt.Errorf("%w: the base was measured on %d CPUs, this machine has %d", train.ErrBadCalibration, base.Machine.CPUs, m.cpus)
 	}
 	out := cloneCalibration(base)
-	out.Machine.BurstyMeasuredAt = time.Now().UTC().Format(time.RFC3339)
+	out.Machine.SchedulerMeasuredAt = time.Now().UTC().Format(time.RFC3339)
 	if out.Bursty, err = measureEach(ctx, m.cfg.BurstyLevels, m.cfg.Progress, "bursty: %v", m.burstyLevel); err != nil {
 		return nil, err
 	}
+	if err := m.measureWake(ctx, &out); err != nil {
+		return nil, err
+	}
 	if err := out.Validate(); err != nil {
-		return nil, fmt.Errorf("calibrate: the bursty levels measured do not make a calibration: %w", err)
+		return nil, fmt.Errorf("calibrate: the scheduler's levels measured do not make a calibration: %w", err)
 	}
 	return &out, nil
 }

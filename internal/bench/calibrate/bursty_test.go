@@ -12,18 +12,19 @@ import (
 	"github.com/triage-agent/triage/train"
 )
 
-// MeasureBursty measures bursty levels for real (processes that spin and
-// sleep, the run queue read through the agent's eBPF source) and keeps
+// MeasureScheduler measures bursty levels and waking jobs for real
+// (processes that spin and sleep, the run queue read through the agent's
+// eBPF source; a probe that sleeps between jobs beside spinners) and keeps
 // the rest of the base.
-func TestMeasureBurstyAddsTheLevelsAndKeepsTheRest(t *testing.T) {
+func TestMeasureSchedulerAddsTheLevelsAndKeepsTheRest(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the run-queue latency is read through eBPF, which needs root")
 	}
 	base := train.DefaultCalibration()
 	base.Machine.CPUs = runtime.NumCPU()
 	before := slices.Clone(base.Bursty)
-	cfg := Config{BurstyLevels: []BurstyConfig{{2, 0.4, 5}}, Settle: 500 * time.Millisecond, Windows: 2}
-	cal, err := MeasureBursty(context.Background(), cfg, base)
+	cfg := Config{BurstyLevels: []BurstyConfig{{2, 0.4, 5}}, WakeLevels: []WakeConfig{{1, []float64{2}}}, Settle: 500 * time.Millisecond, Windows: 2}
+	cal, err := MeasureScheduler(context.Background(), cfg, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,22 +42,28 @@ func TestMeasureBurstyAddsTheLevelsAndKeepsTheRest(t *testing.T) {
 	if !slices.Equal(cal.CPU, base.CPU) || !slices.Equal(cal.IO, base.IO) || cal.Idle != base.Idle {
 		t.Error("the steady levels, the disk or the idle node changed: they are the base's")
 	}
-	if cal.Machine.BurstyMeasuredAt == "" || cal.Machine.MeasuredAt != base.Machine.MeasuredAt {
-		t.Errorf("machine %+v: want the base's time and the bursty levels' own", cal.Machine)
+	if len(cal.Wake) != 1 || cal.Wake[0].JobMs != 2 || !(cal.Wake[0].Slowdown >= 0.9) || !(cal.Wake[0].ShareSlowdown > 1) {
+		t.Errorf("waking jobs %+v: want one 2 ms job read beside a spinner per CPU, and a long job slowed", cal.Wake)
+	}
+	if cal.WakeCreditMs != train.FitWakeCredit(cal.Wake) {
+		t.Errorf("wake credit %v, want the fit of the rows %v", cal.WakeCreditMs, train.FitWakeCredit(cal.Wake))
+	}
+	if cal.Machine.SchedulerMeasuredAt == "" || cal.Machine.MeasuredAt != base.Machine.MeasuredAt {
+		t.Errorf("machine %+v: want the base's time and the scheduler's levels' own", cal.Machine)
 	}
 	if !slices.Equal(base.Bursty, before) {
 		t.Error("the base calibration was changed")
 	}
-	t.Logf("%d threads busy 40%%: run-queue p99 %.0f µs (oversubscribed %.3f of the time at %.2f per CPU)", b.Threads, b.RunqP99Us, share, load)
+	t.Logf("%d threads busy 40%%: run-queue p99 %.0f µs (oversubscribed %.3f of the time at %.2f per CPU); a 2 ms waking job %.2f, a long one %.2f", b.Threads, b.RunqP99Us, share, load, cal.Wake[0].Slowdown, cal.Wake[0].ShareSlowdown)
 }
 
-func TestMeasureBurstyRefusesAnotherMachinesCalibration(t *testing.T) {
+func TestMeasureSchedulerRefusesAnotherMachinesCalibration(t *testing.T) {
 	base := train.DefaultCalibration()
 	base.Machine.CPUs = runtime.NumCPU() + 1
-	if _, err := MeasureBursty(context.Background(), Config{NoBPF: true}, base); !errors.Is(err, train.ErrBadCalibration) {
+	if _, err := MeasureScheduler(context.Background(), Config{NoBPF: true}, base); !errors.Is(err, train.ErrBadCalibration) {
 		t.Errorf("a base of %d CPUs on %d: %v, want ErrBadCalibration", base.Machine.CPUs, runtime.NumCPU(), err)
 	}
-	if _, err := MeasureBursty(context.Background(), Config{NoBPF: true}, nil); err == nil {
+	if _, err := MeasureScheduler(context.Background(), Config{NoBPF: true}, nil); err == nil {
 		t.Error("no base: want an error")
 	}
 }

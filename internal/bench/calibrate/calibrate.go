@@ -31,6 +31,10 @@ type Config struct {
 	// DefaultBurstyLevels): how threads that come and go read the run
 	// queue.
 	BurstyLevels []BurstyConfig
+	// WakeLevels are the loads to measure waking jobs beside (default
+	// DefaultWakeLevels): how long a thread that has just woken runs ahead
+	// of the steady ones.
+	WakeLevels []WakeConfig
 	// Settle is how long each level runs before it is read (default 2 s:
 	// the agent's window is 1 s); Windows how many windows are read, one
 	// a second (default 6).
@@ -63,6 +67,9 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.BurstyLevels) == 0 {
 		c.BurstyLevels = DefaultBurstyLevels
+	}
+	if len(c.WakeLevels) == 0 {
+		c.WakeLevels = DefaultWakeLevels
 	}
 	if c.Settle <= 0 {
 		c.Settle = 2 * time.Second
@@ -108,6 +115,9 @@ func Run(ctx context.Context, cfg Config) (*train.Calibration, error) {
 		return nil, err
 	}
 	if cal.Bursty, err = measureEach(ctx, cfg.BurstyLevels, cfg.Progress, "bursty: %v", m.burstyLevel); err != nil {
+		return nil, err
+	}
+	if err := m.measureWake(ctx, cal); err != nil {
 		return nil, err
 	}
 	if cal.IO, err = measureEach(ctx, cfg.IOLevels, cfg.Progress, "io: %d writers beside the probe", m.ioLevel); err != nil {
@@ -324,7 +334,7 @@ func zeroIfNaN(x float64) float64 {
 // rest.
 func cloneCalibration(base *train.Calibration) train.Calibration {
 	out := *base
-	out.CPU, out.IO, out.Bursty = slices.Clone(base.CPU), slices.Clone(base.IO), slices.Clone(base.Bursty)
+	out.CPU, out.IO, out.Bursty, out.Wake = slices.Clone(base.CPU), slices.Clone(base.IO), slices.Clone(base.Bursty), slices.Clone(base.Wake)
 	out.Machine.Sources = maps.Clone(base.Machine.Sources)
 	return out
 }
