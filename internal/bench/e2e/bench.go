@@ -95,6 +95,9 @@ type Simulated struct {
 	// per period (AgentStats.HeldBackStartsPerPeriod's twin): where the
 	// simulator's node counts as contended beside where the real one did.
 	HeldBackStartsPerPeriod []int `json:"held_back_starts_per_period,omitempty"`
+	// ServiceP50Ms is the simulated agent's median service time (ms) per
+	// period and class (AgentStats.ServiceP50Ms's twin).
+	ServiceP50Ms [][]float64 `json:"service_p50_ms,omitempty"`
 }
 
 // AgentStats is the "agent" object of the JSON line.
@@ -147,6 +150,10 @@ type AgentStats struct {
 	// the rows of the per-period table) their tasks arrived in, for a
 	// scenario with interference.
 	HeldBackStartsPerPeriod []int `json:"held_back_starts_per_period,omitempty"`
+	// ServiceP50Ms is the agent run's median service time (ms of scenario
+	// time, start to finish) per period (tasks by arrival) and class, in
+	// the scenario's class order; 0 where none finished.
+	ServiceP50Ms [][]float64 `json:"service_p50_ms,omitempty"`
 }
 
 // The modes of BenchConfig.Decide.
@@ -288,6 +295,7 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		TimeScale: res.TimeScale, LateStarts: rep.FIFO.LateStarts + res.LateStarts,
 		Decide: c.Decide, AnswerOrder: c.AnswerOrder.String(), LocalDecisions: res.LocalDecisions, RemoteDecisions: res.RemoteDecisions,
 		HeldBackStarts: res.HeldBackStarts, HeldBackStartsPerPeriod: heldPerPeriod(res.Metrics.PerPeriod),
+		ServiceP50Ms:      serviceP50(c.Scenario, res.Outcomes),
 		RemoteDecideP50Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.5).Nanoseconds()) / 1e3),
 		RemoteDecideP99Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.99).Nanoseconds()) / 1e3),
 	}

@@ -69,6 +69,7 @@ func (r *Report) WriteReport(w io.Writer, sc *train.Scenario, simulateAsked bool
 	if len(r.Simulated) > 0 {
 		fmt.Fprint(w, "\nthe same policies and arrivals in the simulator (triage eval, one seed):\n\n")
 		r.WriteSimulatedMarkdown(w)
+		writeServiceComparison(w, sc, r.Stats.ServiceP50Ms, r.Simulated)
 	} else if simulateAsked {
 		fmt.Fprintf(w, "\n(no simulated column: the run's clock is ×%.3f, and the simulator's is the scenario's own; run with --scale 1 to compare)\n", r.FIFO.TimeScale)
 	}

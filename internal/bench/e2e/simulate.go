@@ -100,6 +100,13 @@ func Simulate(sc *train.Scenario, seed int64, model string, rep *Report, nodes [
 			}
 		}
 		s.HeldBackStartsPerPeriod = heldPerPeriod(ev.Policies["dqn"].PerPeriod)
+		// The agent's twin once more, for its tasks' service times (the
+		// evaluation keeps metrics only): the same policy, arrivals and node.
+		twin, err := train.Run(sc, rows[0], train.SimConfig{Seed: seed, Calibration: nd.Cal})
+		if err != nil {
+			return nil, fmt.Errorf("simulating the agent on the %s node: %w", nd.Name, err)
+		}
+		s.ServiceP50Ms = serviceP50(sc, twin)
 		out = append(out, s)
 	}
 	return out, nil

@@ -76,4 +76,25 @@ func TestSimulatedColumnIsEvalOnEachNode(t *testing.T) {
 		t.Errorf("table lacks %q:\n%s", want, out)
 	}
 	t.Logf("\n%s", out)
+
+	// Each node's twin of the agent carries its service times per period
+	// and class: the scenario's shape, and slower I/O on the slower disk
+	// for the class that writes (intf-io-backup's classes all write).
+	periods, classes := len(sc.Periods()), len(sc.Classes)
+	for _, s := range sims {
+		if len(s.ServiceP50Ms) != periods || len(s.ServiceP50Ms[0]) != classes {
+			t.Fatalf("%s node: service times %v, want %d periods × %d classes", s.Node, s.ServiceP50Ms, periods, classes)
+		}
+	}
+	slower := 0
+	for k := range sims[0].ServiceP50Ms {
+		for c := range sims[0].ServiceP50Ms[k] {
+			if sims[1].ServiceP50Ms[k][c] > sims[0].ServiceP50Ms[k][c] {
+				slower++
+			}
+		}
+	}
+	if slower == 0 {
+		t.Errorf("no class ran slower on the slower disk: %v against %v", sims[1].ServiceP50Ms, sims[0].ServiceP50Ms)
+	}
 }
