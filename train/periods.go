@@ -49,9 +49,10 @@ func (sc *Scenario) Periods() []Period {
 	return out
 }
 
-// periodOf is the index in periods of the period holding tSec (the last
-// one for a time at or past the end).
-func periodOf(periods []Period, tSec float64) int {
+// PeriodOf is the index in periods (Scenario.Periods) of the period
+// holding tSec (the last one for a time at or past the end): what every
+// per-period table counts a task in, by its arrival.
+func PeriodOf(periods []Period, tSec float64) int {
 	for i := range periods {
 		if tSec < periods[i].ToS {
 			return i
@@ -86,7 +87,7 @@ func countPeriods(sc *Scenario, out []Outcome) []PeriodCount {
 	}
 	counts := make([]PeriodCount, len(periods))
 	for i := range out {
-		k := periodOf(periods, out[i].ArrivalMs/1000)
+		k := PeriodOf(periods, out[i].ArrivalMs/1000)
 		counts[k].Tasks++
 		if out[i].Met {
 			counts[k].Met++

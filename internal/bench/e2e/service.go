@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 
+	"github.com/triage-agent/triage/internal/bench/measure"
 	"github.com/triage-agent/triage/train"
 )
 
@@ -30,23 +30,16 @@ func serviceP50(sc *train.Scenario, outs []train.Outcome) [][]float64 {
 		if !o.Finished || o.Class < 0 || o.Class >= len(sc.Classes) {
 			continue
 		}
-		k := 0
-		for j, p := range periods {
-			if o.ArrivalMs >= p.FromS*1000 {
-				k = j
-			}
-		}
+		k := train.PeriodOf(periods, o.ArrivalMs/1000)
 		samples[k][o.Class] = append(samples[k][o.Class], o.FinishMs-o.StartMs)
 	}
 	out := make([][]float64, len(periods))
 	for k := range samples {
 		out[k] = make([]float64, len(sc.Classes))
 		for c, xs := range samples[k] {
-			if len(xs) == 0 {
-				continue
+			if len(xs) > 0 {
+				out[k][c] = round3(measure.Median(xs))
 			}
-			slices.Sort(xs)
-			out[k][c] = round3(xs[(len(xs)-1)/2])
 		}
 	}
 	return out
