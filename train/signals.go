@@ -70,9 +70,11 @@ type signals struct {
 type windowBucket struct{ cpuLoad, writers, overMs, overLoad float64 }
 
 // windowValues are the loads the current features describe: the mean and
-// the busier bucket's threads per CPU, the writers, and the share of the
-// window oversubscribed with its mean load then.
-type windowValues struct{ cpuMean, cpuHigh, writers, overShare, overLoad float64 }
+// the busier bucket's threads per CPU, the writers, and the run-queue p99
+// (and its spread) that the window's oversubscribed moments give
+// (Calibration.RunqP99Oversubscribed; 0 when they are too few), worked out
+// once per window rather than at every arrival.
+type windowValues struct{ cpuMean, cpuHigh, writers, overP99, overSigma float64 }
 
 // The kernel-signal sources a node may lack, each feeding its own features.
 const (
@@ -150,8 +152,8 @@ func (g *signals) tick() {
 		writers: (g.prev.writers + g.cur.writers) / 2,
 	}
 	if over := g.prev.overMs + g.cur.overMs; over > 0 {
-		g.win.overShare = over / (2 * windowTick)
-		g.win.overLoad = (g.prev.overLoad + g.cur.overLoad) / over
+		share, load := over/(2*windowTick), (g.prev.overLoad+g.cur.overLoad)/over
+		g.win.overP99, g.win.overSigma = g.cal.RunqP99Oversubscribed(share, load)
 	}
 }
 
@@ -168,8 +170,8 @@ func (g *signals) inputs(o *Outcome, queueLen int, now float64) policy.Inputs {
 	perWorker := float64(queueLen) / float64(g.sc.Workers)
 	z1, z2, z3, z4 := g.r.NormFloat64(), g.r.NormFloat64(), g.r.NormFloat64(), g.r.NormFloat64()
 	mean, high := g.cal.CPUAt(g.win.cpuMean), g.cal.CPUAt(g.win.cpuHigh)
-	if p99, sigma := g.cal.RunqP99Oversubscribed(g.win.overShare, g.win.overLoad); p99 > high.RunqP99Us {
-		high.RunqP99Us, high.RunqP99Sigma = p99, sigma
+	if g.win.overP99 > high.RunqP99Us {
+		high.RunqP99Us, high.RunqP99Sigma = g.win.overP99, g.win.overSigma
 	}
 	// The disk's p99 at the window's writers besides the first: with one
 	// writer or none it is the uncontended write's (io[0]). On the
