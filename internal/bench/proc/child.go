@@ -69,11 +69,7 @@ func spin() error {
 	x := uint64(1)
 	for {
 		start := time.Now()
-		for time.Since(start) < on {
-			for i := 0; i < 4096; i++ {
-				x = x*6364136223846793005 + 1442695040888963407
-			}
-		}
+		x = spinFor(start, on, 4096, x)
 		if orphaned(ppid) {
 			os.Exit(0)
 		}
@@ -118,6 +114,18 @@ func write() error {
 	return nil
 }
 
+// spinFor does CPU work from start until on has passed, reading the clock
+// every chunk steps, and returns the work's state x, which the caller
+// keeps so that the loop cannot be optimised away.
+func spinFor(start time.Time, on time.Duration, chunk int, x uint64) uint64 {
+	for time.Since(start) < on {
+		for i := 0; i < chunk; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	return x
+}
+
 // maxBurstMs bounds a bursty spinner's mean burst: a second.
 const maxBurstMs = 1000
 
@@ -125,20 +133,14 @@ const maxBurstMs = 1000
 // sleeps for exponential gaps (mean burstMs × (1 − duty) / duty), so it
 // is runnable duty of the time, at moments independent of every other
 // bursty spinner's: threads that come and go. Each process draws from a
-// stream seeded by its pid.
+// stream seeded by its pid and its start time.
 func spinBursty(duty, burstMs float64, ppid int) error {
 	r := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
 	mean := func(ms float64) time.Duration { return time.Duration(r.ExpFloat64() * ms * float64(time.Millisecond)) }
 	gapMs := burstMs * (1 - duty) / duty
 	x := uint64(1)
 	for !orphaned(ppid) {
-		on := mean(burstMs)
-		start := time.Now()
-		for time.Since(start) < on {
-			for i := 0; i < 1024; i++ {
-				x = x*6364136223846793005 + 1442695040888963407
-			}
-		}
+		x = spinFor(time.Now(), mean(burstMs), 1024, x)
 		if gapMs > 0 {
 			time.Sleep(mean(gapMs))
 		}
