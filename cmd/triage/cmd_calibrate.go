@@ -18,7 +18,7 @@ func init() {
 }
 
 func runCalibrate(args []string) error {
-	fs := newFlagSet("calibrate", "run controlled CPU and disk loads, read the agent's signal sources and the slowdown of real work under each, and write a calibration file for the simulator (needs the machine to itself; about 3 minutes)")
+	fs := newFlagSet("calibrate", "run controlled CPU, bursty and disk loads, read the agent's signal sources and the slowdown of real work under each (and of short jobs that wake beside spinners), and write a calibration file for the simulator (needs the machine to itself; about 3½ minutes)")
 	out := fs.String("out", "", "write the calibration here (default: standard output)")
 	dir := fs.String("dir", os.TempDir(), "directory for the fsync'd writers: on the disk whose latency matters")
 	quick := fs.Bool("quick", false, "three levels of each kind and short windows (a smoke test, not a calibration)")
