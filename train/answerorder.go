@@ -12,20 +12,22 @@ import (
 type AnswerOrder uint8
 
 const (
-	// AdaptiveOrder, the zero value, serves a level earliest deadline
-	// first while it is not crowded, and shortest expected cost first
-	// (weighted by the root of the SLA; work within a factor of two of
-	// each other's by deadline) while it is (more than crowdPerWorker ×
-	// workers of its tasks can still make their deadline), and counts a
-	// task as one that can no longer make it by its expected cost
-	// stretched by the node's slowdown (the executor's recent service
-	// times over the described costs). Earliest deadline
-	// first is the order that meets every deadline where any order can;
-	// the slowdown keeps it from starting work that will finish late, and
-	// a crowded level is an overload, where shortest first finishes the
-	// most. Chosen on generated scenarios and the project's files over
-	// ShortestFirst: level or better on every set, with fewer scenarios
-	// under their best baseline (docs/policy.md, "The order within a level").
+	// AdaptiveOrder, the zero value, serves each level by a plan
+	// (levelPlan, after Moore and Hodgson): its tasks taken by deadline,
+	// the longest set aside wherever the rest would miss theirs, the kept
+	// ones earliest deadline first; a crowded level (more than
+	// crowdPerWorker × workers of its tasks can still make their deadline)
+	// is planned as draining crowdedPlanStretch times slower, for the work
+	// still to arrive. It counts a task as one that can no longer make its
+	// deadline by its expected cost stretched by the node's slowdown (the
+	// executor's recent service times over the described costs). Where
+	// every deadline can be met the plan is earliest deadline first, the
+	// order that meets them all; under overload it gives up the longest
+	// work, as shortest first does, without letting short work overtake
+	// the rest of its class. Chosen on generated scenarios and the
+	// project's files over the crowded shortest-first order it replaced
+	// (docs/policy.md, "The order within a level" and "A plan that sets
+	// the longest aside").
 	AdaptiveOrder AnswerOrder = iota
 	// ShortestFirst serves a level shortest expected cost first: within a
 	// level the shortest first finishes the most tasks under overload
