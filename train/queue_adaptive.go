@@ -14,23 +14,24 @@ import (
 // counts the level's queue as draining crowdedPlanStretch times slower
 // than its workers alone would drain it. Chosen on generated scenarios and
 // the project's files among 1, 2, 4 and 8 (docs/policy.md, "The order
-// within a level"); the plan kept the bound ("A plan that sets the longest
-// aside").
+// within a level"); asked again for the plan among 2, 4 and 8, it kept
+// the bound ("A plan that sets the longest aside").
 const crowdPerWorker = 4
 
 // planLimit bounds the tasks a plan takes, the earliest deadlines of the
 // level, so a pop's plan costs at most about planLimit × log planLimit
 // steps whatever the backlog (BenchmarkAdaptiveQueuePop: 5–6 µs at 512
-// waiting, 11–12 µs at 4,096 on the development machine). A task past it has a later deadline than every
-// task planned and could only be served after one of them, so the bound
-// changes what the plan sets aside, not whom it may serve: on the
-// selection sets it moved 6 of 192 scenarios, by at most 0.26 points
-// (docs/policy.md, "A plan that sets the longest aside").
+// waiting, 11–12 µs at 4,096 on the development machine). A task past it
+// has a later deadline than every task planned and could only be served
+// after one of them, so the bound changes what the plan sets aside, not
+// whom it may serve: on the selection sets it moved 6 of 192 scenarios, by
+// at most 0.26 points (docs/policy.md, "A plan that sets the longest
+// aside").
 const planLimit = 256
 
 // adaptiveQueue is the executor contract of priorityQueue (levels, the
 // late-work rule, the background tier) under AdaptiveOrder: each level is
-// served by its plan (planLevel): earliest deadline first over the tasks
+// served by its plan (levelPlan): earliest deadline first over the tasks
 // the plan keeps, the longest set aside while the rest would miss their
 // deadlines, so earliest deadline first while every deadline can be met;
 // a task whose expected cost, stretched by the node's slowdown, would end
