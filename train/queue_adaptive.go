@@ -106,8 +106,8 @@ func (q *adaptiveQueue) pop(now float64, lowest int) int {
 		}
 		w := q.waiting[l]
 		k := q.plan.next(*q.out, w[:min(len(w), planLimit)], now, stretch, drain, q.workers)
-		i := q.waiting[l][k]
-		q.waiting[l] = slices.Delete(q.waiting[l], k, k+1)
+		i := w[k]
+		q.waiting[l] = slices.Delete(w, k, k+1)
 		q.n--
 		return i
 	}
@@ -120,8 +120,9 @@ func (q *adaptiveQueue) pop(now float64, lowest int) int {
 
 // moveLate moves the tasks of level l that can no longer make their
 // deadline (expected cost stretched by the slowdown, from now) to its late
-// work, keeping the rest in deadline order. Time only moves forward; a slowdown that falls back could make one
-// feasible again, but late work stays late: moved once.
+// work, keeping the rest in deadline order. Time only moves forward; a
+// slowdown that falls back could make one feasible again, but late work
+// stays late: moved once.
 func (q *adaptiveQueue) moveLate(l int, now, stretch float64) {
 	w := q.waiting[l][:0]
 	for _, i := range q.waiting[l] {
