@@ -22,6 +22,10 @@ type Task struct {
 // DeadlineMs is when the task must finish to meet its SLA.
 func (t *Task) DeadlineMs() float64 { return t.ArrivalMs + t.SLAMs }
 
+// cpuMs is the CPU part of the task's true cost: what is not synchronous
+// I/O. The simulator runs it first (its waking part, then the rest).
+func (t *Task) cpuMs() float64 { return t.CostMs * (1 - t.IOShare) }
+
 // costEstimateSigma is the log-normal error of the descriptor's cost
 // estimate: upstream services know roughly, not exactly, what a task costs
 // (σ=0.3 puts 68% of estimates within ±35%). SJF and the DQN both see only

@@ -307,7 +307,7 @@ func (s *simulator) dispatch() {
 		if s.cfg.TrackHarm {
 			o.Harm = s.harmOf(o)
 		}
-		cpuMs := o.CostMs * (1 - o.IOShare)
+		cpuMs := o.cpuMs()
 		if credit := s.node.wakeCreditMs; cpuMs > 0 && credit > 0 {
 			s.target[idx] = s.node.wake.now(s.now) + math.Min(cpuMs, credit)
 			heap.Push(&s.inWake, idx)
@@ -327,7 +327,7 @@ func (s *simulator) dispatch() {
 // of it, or past its CPU part where the credit covered it.
 func (s *simulator) endWake(idx int) {
 	o := &s.out[idx]
-	if rest := o.CostMs*(1-o.IOShare) - s.node.wakeCreditMs; rest > 0 {
+	if rest := o.cpuMs() - s.node.wakeCreditMs; rest > 0 {
 		s.target[idx] = s.node.cpu.now(s.now) + rest
 		heap.Push(&s.inCPU, idx)
 		return

@@ -31,7 +31,7 @@ func serviceP50(sc *train.Scenario, outs []train.Outcome) [][]float64 {
 			continue
 		}
 		k := train.PeriodOf(periods, o.ArrivalMs/1000)
-		samples[k][o.Class] = append(samples[k][o.Class], o.FinishMs-o.StartMs)
+		samples[k][o.Class] = append(samples[k][o.Class], o.ServiceMs())
 	}
 	out := make([][]float64, len(periods))
 	for k := range samples {

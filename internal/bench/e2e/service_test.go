@@ -16,7 +16,7 @@ func TestServiceP50IsPerPeriodAndClass(t *testing.T) {
 		Classes:      []train.Class{{Name: "a", Share: 0.5, SLAMs: 10}, {Name: "b", Share: 0.5, SLAMs: 100}},
 		Interference: []train.Episode{{Kind: train.InterferenceCPU, AtS: 10, ForS: 10, Threads: 1}}}
 	task := func(class int, arrive, start, finish float64, done bool) train.Outcome {
-		return train.Outcome{Task: train.Task{Class: class, ArrivalMs: arrive}, StartMs: start, FinishMs: finish, Finished: done}
+		return train.Outcome{Task: train.Task{Class: class, ArrivalMs: arrive}, StartMs: start, FinishMs: finish, Started: true, Finished: done}
 	}
 	outs := []train.Outcome{
 		task(0, 1000, 1000, 1002, true), task(0, 2000, 2001, 2005, true), task(0, 3000, 3000, 3003, true),
