@@ -44,6 +44,11 @@ type Calibration struct {
 	// measured.
 	Wake         []WakeLevel `json:"wake,omitempty"`
 	WakeCreditMs float64     `json:"wake_credit_ms,omitempty"`
+	// IOCPU rows are fsync'd writes beside CPU spinners
+	// (calibration_iocpu.go): how a task's I/O part stretches on a busy
+	// CPU. Absent in a calibration written before they were measured, whose
+	// I/O parts stretch with the disk's writers alone.
+	IOCPU []IOCPULevel `json:"io_cpu,omitempty"`
 }
 
 // WakeLevel is one waking job measured: JobMs of CPU time after a sleep,
@@ -113,6 +118,9 @@ type MachineInfo struct {
 	// (`triage calibrate --scheduler-of`), added to a calibration measured
 	// before they existed.
 	SchedulerMeasuredAt string `json:"scheduler_measured_at,omitempty"`
+	// IOCPUMeasuredAt, when set, is when the writes beside spinners
+	// (IOCPU) were measured, where that was not with the rest.
+	IOCPUMeasuredAt string `json:"io_cpu_measured_at,omitempty"`
 	// Sources names the source of each signal ("ebpf", "procfs", ...), as
 	// the agent reported it during the measurement.
 	Sources map[string]string `json:"sources"`
@@ -205,6 +213,9 @@ func (c *Calibration) monotone() {
 	for i := 1; i < len(c.IO); i++ {
 		c.IO[i].Slowdown = max(c.IO[i].Slowdown, c.IO[i-1].Slowdown)
 	}
+	for i := 1; i < len(c.IOCPU); i++ {
+		c.IOCPU[i].Slowdown = max(c.IOCPU[i].Slowdown, c.IOCPU[i-1].Slowdown)
+	}
 }
 
 func badCal(format string, args ...any) error {
@@ -275,6 +286,9 @@ func (c *Calibration) Validate() error {
 				return badCal("wake[%d]: spinners, job and slowdowns must be positive numbers, got %v", i, v)
 			}
 		}
+	}
+	if err := c.validateIOCPU(); err != nil {
+		return err
 	}
 	return c.validateBursty()
 }

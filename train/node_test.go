@@ -137,3 +137,28 @@ func TestKernelFeaturesFollowContentionNotTheQueue(t *testing.T) {
 		t.Errorf("run-queue p99 feature rose with the queue alone: %.3f at a full node, %.3f at ten times overload", busy, overloaded)
 	}
 }
+
+// Writers do not lengthen the simulated run queue: on a real node an
+// fsync'd writer wakes onto a CPU at once, so writers dilute the run-queue
+// p99 rather than raise it (docs/calibration.md, "The run queue under
+// writers"). The run-queue features are read at the threads that queue
+// (the executor's tasks in their CPU parts, the neighbours' spinners); the
+// utilisation still counts the writers' CPU.
+func TestWritersDoNotLengthenTheRunQueue(t *testing.T) {
+	sc := nodeScenario(t, 2)
+	n := newNodeModel(sc, DefaultCalibration())
+	n.set(1, 2, 3, 45_000) // 8 neighbour writers run over [40, 50) s
+	if n.writerCPU <= 0 {
+		t.Fatalf("11 writers keep no CPU busy: %v", n.writerCPU)
+	}
+	if got, want := n.queueingLoad(), 3.0/2; got != want {
+		t.Errorf("queueing load %v, want %v: 3 tasks in their CPU parts on 2 CPUs, the writers not counted", got, want)
+	}
+	if n.cpuLoad() <= n.queueingLoad() {
+		t.Errorf("CPU load %v, want more than the queueing load %v: the writers' CPU counts there", n.cpuLoad(), n.queueingLoad())
+	}
+	n.set(0, 2, 0, 25_000) // 4 neighbour threads over [20, 40) s
+	if got, want := n.queueingLoad(), 6.0/2; got != want {
+		t.Errorf("queueing load beside the spinners %v, want %v", got, want)
+	}
+}

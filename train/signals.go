@@ -14,7 +14,8 @@ import (
 // calibrate` measured the agent's sources read at each level:
 //
 //   - run-queue latency p50/p99: the calibration at the window's runnable
-//     threads per CPU (p50 at the mean over the window, p99 at the busier
+//     threads per CPU, the writers' CPU not counted (nodeModel.queueingLoad)
+//     (p50 at the mean over the window, p99 at the busier
 //     half of it, as a histogram's tail is), with the measured spread; the
 //     p99 at least the oversubscribed moments' (RunqP99Oversubscribed:
 //     the window's time with more runnable threads than CPUs, which the
@@ -124,9 +125,9 @@ func (g *signals) advance(t float64) {
 	for g.lastT < t {
 		next := math.Min(t, (math.Floor(g.lastT/windowTick)+1)*windowTick)
 		dt := next - g.lastT
-		load := g.node.cpuLoad()
-		target := math.Min(1, load)
+		target := math.Min(1, g.node.cpuLoad())
 		g.util += (target - g.util) * (1 - math.Exp(-dt/utilTauMs))
+		load := g.node.queueingLoad()
 		g.bucket.cpuLoad += load * dt
 		g.bucket.writers += float64(g.node.diskWriters()) * dt
 		if load > 1 {

@@ -18,12 +18,12 @@ func init() {
 }
 
 func runCalibrate(args []string) error {
-	fs := newFlagSet("calibrate", "run controlled CPU, bursty and disk loads, read the agent's signal sources and the slowdown of real work under each (and of short jobs that wake beside spinners), and write a calibration file for the simulator (needs the machine to itself; about 3½ minutes)")
+	fs := newFlagSet("calibrate", "run controlled CPU, bursty and disk loads, read the agent's signal sources and the slowdown of real work under each (and of short jobs that wake, and fsync'd writes, beside spinners), and write a calibration file for the simulator (needs the machine to itself; about 4 minutes)")
 	out := fs.String("out", "", "write the calibration here (default: standard output)")
 	dir := fs.String("dir", os.TempDir(), "directory for the fsync'd writers: on the disk whose latency matters")
 	quick := fs.Bool("quick", false, "three levels of each kind and short windows (a smoke test, not a calibration)")
 	noBPF := fs.Bool("no-ebpf", false, "read every signal from procfs")
-	schedulerOf := fs.String("scheduler-of", "", "measure only the scheduler's levels (bursty threads and how they read the run queue; waking jobs beside spinners and the credit they get) and write this calibration file (\"default\": the embedded one) with them in place of its own; about a minute")
+	schedulerOf := fs.String("scheduler-of", "", "measure only the scheduler's levels (bursty threads and how they read the run queue; waking jobs beside spinners and the credit they get; fsync'd writes beside spinners) and write this calibration file (\"default\": the embedded one) with them in place of its own; about a minute and a half")
 	compare := fs.String("compare", "", "measure nothing: print, for this calibration file (\"default\": the embedded one), the measured signals beside what the simulator synthesises from them, as a markdown table")
 	if done, err := parseCommandFlags(fs, args); done {
 		return err
@@ -44,6 +44,7 @@ func runCalibrate(args []string) error {
 		cfg.CPULevels, cfg.IOLevels, cfg.Windows = []float64{0.5, 1, 2}, []int{0, 1, 2}, 2
 		cfg.BurstyLevels = calibrate.DefaultBurstyLevels[len(calibrate.DefaultBurstyLevels)-1:]
 		cfg.WakeLevels = []calibrate.WakeConfig{{SpinnersPerCPU: 1, JobsMs: []float64{2}}}
+		cfg.IOCPULevels = []float64{0, 1}
 		cfg.Settle = 1500e6
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -103,6 +104,12 @@ func writeCalibrationTable(w *os.File, cal *train.Calibration) {
 	fmt.Fprintln(w, "writers  blkio p99 µs  write+fsync ms  slowdown  CPU")
 	for _, l := range cal.IO {
 		fmt.Fprintf(w, "%7d  %11.0f  %14.2f  %8.2f  %.2f\n", l.Writers, l.BlkioP99Us, l.WriteMs, l.Slowdown, l.CPUUtil)
+	}
+	if len(cal.IOCPU) > 0 {
+		fmt.Fprintln(w, "spinners/CPU  write+fsync ms  slowdown")
+		for _, l := range cal.IOCPU {
+			fmt.Fprintf(w, "%12.2f  %14.3f  %8.2f\n", l.SpinnersPerCPU, l.WriteMs, l.Slowdown)
+		}
 	}
 }
 

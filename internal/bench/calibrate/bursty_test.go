@@ -12,10 +12,11 @@ import (
 	"github.com/triage-agent/triage/train"
 )
 
-// MeasureScheduler measures bursty levels and waking jobs for real
-// (processes that spin and sleep, the run queue read through the agent's
-// eBPF source; a probe that sleeps between jobs beside spinners) and keeps
-// the rest of the base.
+// MeasureScheduler measures bursty levels, waking jobs and writes beside
+// spinners for real (processes that spin and sleep, the run queue read
+// through the agent's eBPF source; a probe that sleeps between jobs beside
+// spinners; an fsync'd write beside spinners) and keeps the rest of the
+// base.
 func TestMeasureSchedulerAddsTheLevelsAndKeepsTheRest(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the run-queue latency is read through eBPF, which needs root")
@@ -23,7 +24,7 @@ func TestMeasureSchedulerAddsTheLevelsAndKeepsTheRest(t *testing.T) {
 	base := train.DefaultCalibration()
 	base.Machine.CPUs = runtime.NumCPU()
 	before := slices.Clone(base.Bursty)
-	cfg := Config{BurstyLevels: []BurstyConfig{{2, 0.4, 5}}, WakeLevels: []WakeConfig{{1, []float64{2}}}, Settle: 500 * time.Millisecond, Windows: 2}
+	cfg := Config{BurstyLevels: []BurstyConfig{{2, 0.4, 5}}, WakeLevels: []WakeConfig{{1, []float64{2}}}, IOCPULevels: []float64{0, 2}, Settle: 500 * time.Millisecond, Windows: 2, Dir: t.TempDir()}
 	cal, err := MeasureScheduler(context.Background(), cfg, base)
 	if err != nil {
 		t.Fatal(err)
@@ -48,13 +49,17 @@ func TestMeasureSchedulerAddsTheLevelsAndKeepsTheRest(t *testing.T) {
 	if cal.WakeCreditMs != train.FitWakeCredit(cal.Wake) {
 		t.Errorf("wake credit %v, want the fit of the rows %v", cal.WakeCreditMs, train.FitWakeCredit(cal.Wake))
 	}
+	if len(cal.IOCPU) != 2 || cal.IOCPU[0].SpinnersPerCPU != 0 || cal.IOCPU[0].Slowdown != 1 || !(cal.IOCPU[1].WriteMs > 0) ||
+		cal.IOCPU[1].Slowdown != cal.IOCPU[1].WriteMs/cal.IOCPU[0].WriteMs || cal.Machine.IOCPUMeasuredAt == "" {
+		t.Errorf("writes beside spinners %+v (measured at %q): want a row without spinners at slowdown 1 and one at 2 per CPU over it", cal.IOCPU, cal.Machine.IOCPUMeasuredAt)
+	}
 	if cal.Machine.SchedulerMeasuredAt == "" || cal.Machine.MeasuredAt != base.Machine.MeasuredAt {
 		t.Errorf("machine %+v: want the base's time and the scheduler's levels' own", cal.Machine)
 	}
 	if !slices.Equal(base.Bursty, before) {
 		t.Error("the base calibration was changed")
 	}
-	t.Logf("%d threads busy 40%%: run-queue p99 %.0f µs (oversubscribed %.3f of the time at %.2f per CPU); a 2 ms waking job %.2f, a long one %.2f", b.Threads, b.RunqP99Us, share, load, cal.Wake[0].Slowdown, cal.Wake[0].ShareSlowdown)
+	t.Logf("%d threads busy 40%%: run-queue p99 %.0f µs (oversubscribed %.3f of the time at %.2f per CPU); a 2 ms waking job %.2f, a long one %.2f; a write beside 2 spinners per CPU %.2f", b.Threads, b.RunqP99Us, share, load, cal.Wake[0].Slowdown, cal.Wake[0].ShareSlowdown, cal.IOCPU[len(cal.IOCPU)-1].Slowdown)
 }
 
 func TestMeasureSchedulerRefusesAnotherMachinesCalibration(t *testing.T) {

@@ -35,6 +35,10 @@ type Config struct {
 	// DefaultWakeLevels): how long a thread that has just woken runs ahead
 	// of the steady ones.
 	WakeLevels []WakeConfig
+	// IOCPULevels are the spinners per CPU to measure an fsync'd write
+	// beside (default DefaultIOCPULevels; the first must be 0): how a
+	// task's I/O part stretches on a busy CPU.
+	IOCPULevels []float64
 	// Settle is how long each level runs before it is read (default 2 s:
 	// the agent's window is 1 s); Windows how many windows are read, one
 	// a second (default 6).
@@ -70,6 +74,9 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.WakeLevels) == 0 {
 		c.WakeLevels = DefaultWakeLevels
+	}
+	if len(c.IOCPULevels) == 0 {
+		c.IOCPULevels = DefaultIOCPULevels
 	}
 	if c.Settle <= 0 {
 		c.Settle = 2 * time.Second
@@ -124,6 +131,9 @@ func Run(ctx context.Context, cfg Config) (*train.Calibration, error) {
 		return nil, err
 	}
 	setSlowdowns(cal.IO)
+	if err := m.measureIOCPU(ctx, cal); err != nil {
+		return nil, err
+	}
 	if err := cal.Validate(); err != nil {
 		return nil, fmt.Errorf("calibrate: what was measured does not make a calibration: %w", err)
 	}
@@ -202,6 +212,16 @@ func (readings) median(xs []float64) float64 {
 	}
 	slices.Sort(ok)
 	return policy.NearestRank(ok, 0.5)
+}
+
+// probeMean is the mean of the probe's measurements: a write's mean time,
+// since a run of writes takes their count times it (a heavy tail included).
+func (r *readings) probeMean() float64 {
+	sum := 0.0
+	for _, x := range r.probe {
+		sum += x
+	}
+	return sum / float64(len(r.probe))
 }
 
 // logSigma is the standard deviation of the logs of the positive xs.
@@ -309,15 +329,11 @@ func (m *measurer) ioLevel(ctx context.Context, writers int) (train.IOLevel, err
 	if len(r.probe) == 0 {
 		return train.IOLevel{}, fmt.Errorf("calibrate: the I/O probe finished no write with %d writers", writers)
 	}
-	mean := 0.0
-	for _, x := range r.probe {
-		mean += x
-	}
 	return train.IOLevel{
 		Writers:       writers,
 		BlkioP99Us:    zeroIfNaN(r.median(r.blkP99)),
 		BlkioP99Sigma: logSigma(r.blkP99),
-		WriteMs:       mean / float64(len(r.probe)),
+		WriteMs:       r.probeMean(),
 		CPUUtil:       r.median(r.util),
 	}, nil
 }
@@ -335,6 +351,7 @@ func zeroIfNaN(x float64) float64 {
 func cloneCalibration(base *train.Calibration) train.Calibration {
 	out := *base
 	out.CPU, out.IO, out.Bursty, out.Wake = slices.Clone(base.CPU), slices.Clone(base.IO), slices.Clone(base.Bursty), slices.Clone(base.Wake)
+	out.IOCPU = slices.Clone(base.IOCPU)
 	out.Machine.Sources = maps.Clone(base.Machine.Sources)
 	return out
 }

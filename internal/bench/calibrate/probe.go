@@ -63,9 +63,19 @@ func (p cpuProbe) run(stop <-chan struct{}) ([]float64, error) {
 type ioProbe struct {
 	dir  string
 	size int
+	// nice, when not 0, is the writing thread's nice: the workers' own,
+	// where the probe stands for a worker's I/O beside CPU work.
+	nice int
 }
 
 func (p ioProbe) run(stop <-chan struct{}) ([]float64, error) {
+	if p.nice != 0 {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), p.nice); err != nil {
+			return nil, fmt.Errorf("calibrate: nice %d for the I/O probe: %w", p.nice, err)
+		}
+	}
 	f, err := os.CreateTemp(p.dir, "triage-calibrate-*.dat")
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: the I/O probe's file: %w", err)
