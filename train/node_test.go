@@ -161,4 +161,15 @@ func TestWritersDoNotLengthenTheRunQueue(t *testing.T) {
 	if got, want := n.queueingLoad(), 6.0/2; got != want {
 		t.Errorf("queueing load beside the spinners %v, want %v", got, want)
 	}
+	// The signals' window over a second of the writers alone: the run
+	// queue's load stays 0, the utilisation rises.
+	n.set(0, 0, 0, 45_000)
+	g := newSignals(sc, DefaultCalibration(), n, 1, 0, 0)
+	g.advance(1_000)
+	if g.win.cpuMean != 0 || g.win.cpuHigh != 0 || g.win.overP99 != 0 {
+		t.Errorf("8 writers alone: run-queue window %+v, want no load", g.win)
+	}
+	if !(g.util > 0) {
+		t.Errorf("8 writers alone: utilisation %v, want their CPU", g.util)
+	}
 }

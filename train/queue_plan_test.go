@@ -68,8 +68,9 @@ func TestLevelPlanReusesItsBuffers(t *testing.T) {
 }
 
 // BenchmarkAdaptiveQueuePop is one push and one pop at a level holding n
-// waiting tasks (four workers, crowded above 16): the plan's cost per
-// task served, which sorts the level at each pop.
+// waiting tasks (four workers, crowded above 16): the cost per task
+// served of keeping the level in deadline order, scanning it for late work
+// and planning its earliest planLimit tasks at each pop.
 func BenchmarkAdaptiveQueuePop(b *testing.B) {
 	for _, n := range []int{8, 64, 512, 4096} {
 		b.Run(fmt.Sprintf("waiting=%d", n), func(b *testing.B) {
