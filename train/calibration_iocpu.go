@@ -33,17 +33,6 @@ func (c *Calibration) IOCPUSlowdown(perCPU float64) float64 {
 	return lerp(a.Slowdown, b.Slowdown, (perCPU-a.SpinnersPerCPU)/(b.SpinnersPerCPU-a.SpinnersPerCPU))
 }
 
-// SetIOCPUSlowdowns sets each row's Slowdown from its WriteMs over the
-// first row's (the one without spinners).
-func SetIOCPUSlowdowns(rows []IOCPULevel) {
-	if len(rows) == 0 || !(rows[0].WriteMs > 0) {
-		return
-	}
-	for i := range rows {
-		rows[i].Slowdown = rows[i].WriteMs / rows[0].WriteMs
-	}
-}
-
 // validateIOCPU checks the IOCPU rows: none, or a first row without
 // spinners at slowdown 1, spinners increasing, every write and slowdown a
 // positive number.

@@ -23,14 +23,6 @@ func TestIOCPUSlowdownInterpolates(t *testing.T) {
 	}
 }
 
-func TestSetIOCPUSlowdowns(t *testing.T) {
-	rows := []IOCPULevel{{SpinnersPerCPU: 0, WriteMs: 0.08}, {SpinnersPerCPU: 1, WriteMs: 0.1}}
-	SetIOCPUSlowdowns(rows)
-	if rows[0].Slowdown != 1 || math.Abs(rows[1].Slowdown-1.25) > 1e-12 {
-		t.Errorf("slowdowns %v and %v, want 1 and 1.25", rows[0].Slowdown, rows[1].Slowdown)
-	}
-}
-
 // Rows that cannot be read as a stretch from the write without spinners
 // are refused with the row named.
 func TestIOCPURowsRefused(t *testing.T) {

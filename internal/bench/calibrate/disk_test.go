@@ -3,6 +3,7 @@ package calibrate
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -69,5 +70,15 @@ func TestMeasureDiskRefusesLevelsWithoutTheUncontendedOne(t *testing.T) {
 	}
 	if _, err := MeasureDisk(context.Background(), quickDisk(t, 0, 1), nil); err == nil {
 		t.Fatal("no base calibration: want an error")
+	}
+}
+
+// The writes beside spinners are read over the write without them, as the
+// disk levels are.
+func TestSetIOCPUSlowdowns(t *testing.T) {
+	rows := []train.IOCPULevel{{SpinnersPerCPU: 0, WriteMs: 0.08}, {SpinnersPerCPU: 1, WriteMs: 0.1}}
+	setIOCPUSlowdowns(rows)
+	if rows[0].Slowdown != 1 || math.Abs(rows[1].Slowdown-1.25) > 1e-12 {
+		t.Errorf("slowdowns %v and %v, want 1 and 1.25", rows[0].Slowdown, rows[1].Slowdown)
 	}
 }

@@ -34,8 +34,20 @@ func (m *measurer) measureIOCPU(ctx context.Context, cal *train.Calibration) err
 	if err != nil {
 		return err
 	}
-	train.SetIOCPUSlowdowns(rows)
+	setIOCPUSlowdowns(rows)
 	cal.IOCPU = rows
 	cal.Machine.IOCPUMeasuredAt = time.Now().UTC().Format(time.RFC3339)
 	return nil
+}
+
+// setIOCPUSlowdowns sets each row's Slowdown from its WriteMs over the
+// first row's (the one without spinners), as setSlowdowns does for the
+// disk levels.
+func setIOCPUSlowdowns(rows []train.IOCPULevel) {
+	if len(rows) == 0 || !(rows[0].WriteMs > 0) {
+		return
+	}
+	for i := range rows {
+		rows[i].Slowdown = rows[i].WriteMs / rows[0].WriteMs
+	}
 }
