@@ -49,6 +49,11 @@ type Calibration struct {
 	// CPU. Absent in a calibration written before they were measured, whose
 	// I/O parts stretch with the disk's writers alone.
 	IOCPU []IOCPULevel `json:"io_cpu,omitempty"`
+	// RunqIO rows are the run queue read beside spinners and writers
+	// (calibration_runqio.go): how writers dilute the run-queue
+	// percentiles. Absent in a calibration written before they were
+	// measured, whose writers leave the run queue as the spinners put it.
+	RunqIO []RunqIOLevel `json:"runq_io,omitempty"`
 }
 
 // WakeLevel is one waking job measured: JobMs of CPU time after a sleep,
@@ -121,6 +126,9 @@ type MachineInfo struct {
 	// IOCPUMeasuredAt, when set, is when the writes beside spinners
 	// (IOCPU) were measured, where that was not with the rest.
 	IOCPUMeasuredAt string `json:"io_cpu_measured_at,omitempty"`
+	// RunqIOMeasuredAt, when set, is when the run queue beside spinners
+	// and writers (RunqIO) was measured, where that was not with the rest.
+	RunqIOMeasuredAt string `json:"runq_io_measured_at,omitempty"`
 	// Sources names the source of each signal ("ebpf", "procfs", ...), as
 	// the agent reported it during the measurement.
 	Sources map[string]string `json:"sources"`
@@ -288,6 +296,9 @@ func (c *Calibration) Validate() error {
 		}
 	}
 	if err := c.validateIOCPU(); err != nil {
+		return err
+	}
+	if err := c.validateRunqIO(); err != nil {
 		return err
 	}
 	return c.validateBursty()

@@ -75,7 +75,14 @@ type windowBucket struct{ cpuLoad, writers, overMs, overLoad float64 }
 // (and its spread) that the window's oversubscribed moments give
 // (Calibration.RunqP99Oversubscribed; 0 when they are too few), worked out
 // once per window rather than at every arrival.
-type windowValues struct{ cpuMean, cpuHigh, writers, overP99, overSigma float64 }
+//
+// runq50 and runq99 are the run-queue percentiles' medians and spreads the
+// window gives (the calibration at its loads, the oversubscribed moments,
+// the writers' dilution): what the features draw around.
+type windowValues struct {
+	cpuMean, cpuHigh, writers, overP99, overSigma float64
+	runq50, runq99                                CPULevel
+}
 
 // The kernel-signal sources a node may lack, each feeding its own features.
 const (
@@ -107,6 +114,7 @@ func newSignals(sc *Scenario, cal *Calibration, node *nodeModel, seed int64, mis
 		r:       rand.New(rand.NewPCG(uint64(seed), 0x7472696167650003)),
 		classes: make([]policy.ClassWindow, len(sc.Classes)),
 	}
+	g.win.runq50, g.win.runq99 = g.runqWindow() // an idle window until the first tick
 	if vary > 0 {
 		g.vary = drawNodeVariation(seed, vary)
 	}
@@ -156,6 +164,22 @@ func (g *signals) tick() {
 		share, load := over/(2*windowTick), (g.prev.overLoad+g.cur.overLoad)/over
 		g.win.overP99, g.win.overSigma = g.cal.RunqP99Oversubscribed(share, load)
 	}
+	g.win.runq50, g.win.runq99 = g.runqWindow()
+}
+
+// runqWindow is the run-queue levels the window's features are drawn
+// around: p50 at the mean load, p99 at the busier bucket's, at least the
+// oversubscribed moments' (RunqP99Oversubscribed); then what the writers
+// in the window make of them (Calibration.RunqBesideWriters: their
+// wake-ups dilute the percentiles).
+func (g *signals) runqWindow() (mean, high CPULevel) {
+	mean, high = g.cal.CPUAt(g.win.cpuMean), g.cal.CPUAt(g.win.cpuHigh)
+	if g.win.overP99 > high.RunqP99Us {
+		high.RunqP99Us, high.RunqP99Sigma = g.win.overP99, g.win.overSigma
+	}
+	mean.RunqP50Us = g.cal.RunqBesideWriters(g.win.cpuMean, g.win.writers, mean.RunqP50Us, false)
+	high.RunqP99Us = g.cal.RunqBesideWriters(g.win.cpuHigh, g.win.writers, high.RunqP99Us, true)
+	return mean, high
 }
 
 // state builds the state vector of task o arriving now with queueLen tasks
@@ -170,10 +194,7 @@ func (g *signals) state(o *Outcome, queueLen int, inFlight *[policy.NumActions]f
 func (g *signals) inputs(o *Outcome, queueLen int, now float64) policy.Inputs {
 	perWorker := float64(queueLen) / float64(g.sc.Workers)
 	z1, z2, z3, z4 := g.r.NormFloat64(), g.r.NormFloat64(), g.r.NormFloat64(), g.r.NormFloat64()
-	mean, high := g.cal.CPUAt(g.win.cpuMean), g.cal.CPUAt(g.win.cpuHigh)
-	if g.win.overP99 > high.RunqP99Us {
-		high.RunqP99Us, high.RunqP99Sigma = g.win.overP99, g.win.overSigma
-	}
+	mean, high := g.win.runq50, g.win.runq99
 	// The disk's p99 at the window's writers besides the first: with one
 	// writer or none it is the uncontended write's (io[0]). On the
 	// calibrated node not the idle level: with no writes at all the

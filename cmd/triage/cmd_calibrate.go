@@ -45,6 +45,7 @@ func runCalibrate(args []string) error {
 		cfg.BurstyLevels = calibrate.DefaultBurstyLevels[len(calibrate.DefaultBurstyLevels)-1:]
 		cfg.WakeLevels = []calibrate.WakeConfig{{SpinnersPerCPU: 1, JobsMs: []float64{2}}}
 		cfg.IOCPULevels = []float64{0, 1}
+		cfg.RunqIOLevels = []calibrate.RunqIOLevel{{SpinnersPerCPU: 1}, {SpinnersPerCPU: 1, Writers: 1}}
 		cfg.Settle = 1500e6
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -109,6 +110,12 @@ func writeCalibrationTable(w *os.File, cal *train.Calibration) {
 		fmt.Fprintln(w, "spinners/CPU  write+fsync ms  slowdown")
 		for _, l := range cal.IOCPU {
 			fmt.Fprintf(w, "%12.2f  %14.3f  %8.2f\n", l.SpinnersPerCPU, l.WriteMs, l.Slowdown)
+		}
+	}
+	if len(cal.RunqIO) > 0 {
+		fmt.Fprintln(w, "spinners/CPU  writers  runq p50 µs  runq p99 µs")
+		for _, l := range cal.RunqIO {
+			fmt.Fprintf(w, "%12.2f  %7d  %11.1f  %11.1f\n", l.SpinnersPerCPU, l.Writers, l.RunqP50Us, l.RunqP99Us)
 		}
 	}
 }

@@ -47,8 +47,10 @@ func (b BurstyConfig) String() string {
 
 // MeasureScheduler measures the scheduler's levels, the bursty ones
 // (cfg.BurstyLevels, default DefaultBurstyLevels), the waking jobs
-// (cfg.WakeLevels, default DefaultWakeLevels) and the writes beside
-// spinners (cfg.IOCPULevels, default DefaultIOCPULevels), on this machine
+// (cfg.WakeLevels, default DefaultWakeLevels), the writes beside
+// spinners (cfg.IOCPULevels, default DefaultIOCPULevels) and the run
+// queue beside spinners and writers (cfg.RunqIOLevels, default
+// DefaultRunqIOLevels), on this machine
 // now, and returns a copy of base with them and the credit fitted to the
 // jobs in place of its own; the steady levels, the disk and the idle node stay
 // base's. It is how a calibration written before they existed gains them
@@ -74,6 +76,9 @@ func MeasureScheduler(ctx context.Context, cfg Config, base *train.Calibration) 
 		return nil, err
 	}
 	if err := m.measureIOCPU(ctx, &out); err != nil {
+		return nil, err
+	}
+	if err := m.measureRunqIO(ctx, &out); err != nil {
 		return nil, err
 	}
 	if err := out.Validate(); err != nil {

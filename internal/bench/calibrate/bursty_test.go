@@ -24,7 +24,7 @@ func TestMeasureSchedulerAddsTheLevelsAndKeepsTheRest(t *testing.T) {
 	base := train.DefaultCalibration()
 	base.Machine.CPUs = runtime.NumCPU()
 	before := slices.Clone(base.Bursty)
-	cfg := Config{BurstyLevels: []BurstyConfig{{2, 0.4, 5}}, WakeLevels: []WakeConfig{{1, []float64{2}}}, IOCPULevels: []float64{0, 2}, Settle: 500 * time.Millisecond, Windows: 2, Dir: t.TempDir()}
+	cfg := Config{BurstyLevels: []BurstyConfig{{2, 0.4, 5}}, WakeLevels: []WakeConfig{{1, []float64{2}}}, IOCPULevels: []float64{0, 2}, RunqIOLevels: []RunqIOLevel{{0.8, 0}, {0.8, 1}}, Settle: 500 * time.Millisecond, Windows: 2, Dir: t.TempDir()}
 	cal, err := MeasureScheduler(context.Background(), cfg, base)
 	if err != nil {
 		t.Fatal(err)
@@ -53,13 +53,17 @@ func TestMeasureSchedulerAddsTheLevelsAndKeepsTheRest(t *testing.T) {
 		cal.IOCPU[1].Slowdown != cal.IOCPU[1].WriteMs/cal.IOCPU[0].WriteMs || cal.Machine.IOCPUMeasuredAt == "" {
 		t.Errorf("writes beside spinners %+v (measured at %q): want a row without spinners at slowdown 1 and one at 2 per CPU over it", cal.IOCPU, cal.Machine.IOCPUMeasuredAt)
 	}
+	if len(cal.RunqIO) != 2 || cal.RunqIO[0] != (train.RunqIOLevel{SpinnersPerCPU: 0.8, RunqP50Us: cal.RunqIO[0].RunqP50Us, RunqP99Us: cal.RunqIO[0].RunqP99Us}) ||
+		cal.RunqIO[1].Writers != 1 || !(cal.RunqIO[1].RunqP99Us >= minRunqUs) || cal.Machine.RunqIOMeasuredAt == "" {
+		t.Errorf("run queue beside writers %+v (measured at %q): want 0.8 spinners per CPU beside no writer, then beside one", cal.RunqIO, cal.Machine.RunqIOMeasuredAt)
+	}
 	if cal.Machine.SchedulerMeasuredAt == "" || cal.Machine.MeasuredAt != base.Machine.MeasuredAt {
 		t.Errorf("machine %+v: want the base's time and the scheduler's levels' own", cal.Machine)
 	}
 	if !slices.Equal(base.Bursty, before) {
 		t.Error("the base calibration was changed")
 	}
-	t.Logf("%d threads busy 40%%: run-queue p99 %.0f µs (oversubscribed %.3f of the time at %.2f per CPU); a 2 ms waking job %.2f, a long one %.2f; a write beside 2 spinners per CPU %.2f", b.Threads, b.RunqP99Us, share, load, cal.Wake[0].Slowdown, cal.Wake[0].ShareSlowdown, cal.IOCPU[len(cal.IOCPU)-1].Slowdown)
+	t.Logf("%d threads busy 40%%: run-queue p99 %.0f µs (oversubscribed %.3f of the time at %.2f per CPU); a 2 ms waking job %.2f, a long one %.2f; a write beside 2 spinners per CPU %.2f; the run-queue p99 beside 0.8 spinners per CPU %.0f µs, with a writer %.0f µs", b.Threads, b.RunqP99Us, share, load, cal.Wake[0].Slowdown, cal.Wake[0].ShareSlowdown, cal.IOCPU[len(cal.IOCPU)-1].Slowdown, cal.RunqIO[0].RunqP99Us, cal.RunqIO[1].RunqP99Us)
 }
 
 func TestMeasureSchedulerRefusesAnotherMachinesCalibration(t *testing.T) {

@@ -39,6 +39,10 @@ type Config struct {
 	// beside (default DefaultIOCPULevels; the first must be 0): how a
 	// task's I/O part stretches on a busy CPU.
 	IOCPULevels []float64
+	// RunqIOLevels are the spinners and writers to read the run queue
+	// beside (default DefaultRunqIOLevels; each spinners level's first
+	// beside no writer): how writers dilute the run-queue percentiles.
+	RunqIOLevels []RunqIOLevel
 	// Settle is how long each level runs before it is read (default 2 s:
 	// the agent's window is 1 s); Windows how many windows are read, one
 	// a second (default 6).
@@ -77,6 +81,9 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.IOCPULevels) == 0 {
 		c.IOCPULevels = DefaultIOCPULevels
+	}
+	if len(c.RunqIOLevels) == 0 {
+		c.RunqIOLevels = DefaultRunqIOLevels
 	}
 	if c.Settle <= 0 {
 		c.Settle = 2 * time.Second
@@ -132,6 +139,9 @@ func Run(ctx context.Context, cfg Config) (*train.Calibration, error) {
 	}
 	setSlowdowns(cal.IO)
 	if err := m.measureIOCPU(ctx, cal); err != nil {
+		return nil, err
+	}
+	if err := m.measureRunqIO(ctx, cal); err != nil {
 		return nil, err
 	}
 	if err := cal.Validate(); err != nil {
@@ -351,7 +361,7 @@ func zeroIfNaN(x float64) float64 {
 func cloneCalibration(base *train.Calibration) train.Calibration {
 	out := *base
 	out.CPU, out.IO, out.Bursty, out.Wake = slices.Clone(base.CPU), slices.Clone(base.IO), slices.Clone(base.Bursty), slices.Clone(base.Wake)
-	out.IOCPU = slices.Clone(base.IOCPU)
+	out.IOCPU, out.RunqIO = slices.Clone(base.IOCPU), slices.Clone(base.RunqIO)
 	out.Machine.Sources = maps.Clone(base.Machine.Sources)
 	return out
 }
