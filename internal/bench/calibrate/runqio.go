@@ -23,9 +23,9 @@ func (l RunqIOLevel) String() string {
 
 // DefaultRunqIOLevels is the grid the run queue is read at beside writers:
 // no spinner, half the CPUs busy, every CPU, two per CPU; each beside no
-// writer (the row the others are divided by), one (where the dilution is
-// deepest) and four (where writers queue among themselves again).
-var DefaultRunqIOLevels = runqIOGrid([]float64{0, 0.5, 1, 2}, []int{0, 1, 4})
+// writer (the threads alone), one (where the dilution is deepest), four
+// and eight (where writers queue among themselves again and raise it).
+var DefaultRunqIOLevels = runqIOGrid([]float64{0, 0.5, 1, 2}, []int{0, 1, 4, 8})
 
 // runqIOGrid is every spinners level beside every writers level, in the
 // order train.RunqIOLevel rows take.
