@@ -43,8 +43,8 @@ type RunqIOLevel struct {
 // last level, that level's.
 func (c *Calibration) RunqBesideWriters(perCPU, writers, alone float64, p99 bool) float64 {
 	groups := c.runqIOGroups()
-	if len(groups) == 0 || !(writers > 0) || !finite(perCPU) || !(alone > 0) {
-		return alone
+	if len(groups) == 0 || len(groups[0]) < 2 || !(writers > 0) || !finite(perCPU) || !(alone > 0) {
+		return alone // no rows, or rows Validate refuses
 	}
 	at := func(g []RunqIOLevel, w float64) float64 { return runqLogAt(g, w, p99) }
 	first := float64(groups[0][1].Writers)

@@ -47,6 +47,10 @@ func TestRunqBesideWritersInterpolates(t *testing.T) {
 	if got := (&Calibration{}).RunqBesideWriters(1, 4, alone, true); got != alone {
 		t.Errorf("without rows: %v, want %v", got, alone)
 	}
+	lone := &Calibration{RunqIO: []RunqIOLevel{{1, 0, 2, 30}}} // a level Validate refuses
+	if got := lone.RunqBesideWriters(1, 4, alone, true); got != alone {
+		t.Errorf("a level without its writers rows: %v, want %v", got, alone)
+	}
 }
 
 // Rows that cannot be read as factors from a level's row without writers
