@@ -45,7 +45,7 @@ func runCalibrate(args []string) error {
 		cfg.BurstyLevels = calibrate.DefaultBurstyLevels[len(calibrate.DefaultBurstyLevels)-1:]
 		cfg.WakeLevels = []calibrate.WakeConfig{{SpinnersPerCPU: 1, JobsMs: []float64{2}}}
 		cfg.IOCPULevels = []float64{0, 1}
-		cfg.RunqIOLevels = []calibrate.RunqIOLevel{{SpinnersPerCPU: 1}, {SpinnersPerCPU: 1, Writers: 1}}
+		cfg.RunqIOLevels = []calibrate.RunqIOConfig{{SpinnersPerCPU: 1}, {SpinnersPerCPU: 1, Writers: 1}}
 		cfg.Settle = 1500e6
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

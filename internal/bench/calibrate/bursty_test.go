@@ -24,7 +24,7 @@ func TestMeasureSchedulerAddsTheLevelsAndKeepsTheRest(t *testing.T) {
 	base := train.DefaultCalibration()
 	base.Machine.CPUs = runtime.NumCPU()
 	before := slices.Clone(base.Bursty)
-	cfg := Config{BurstyLevels: []BurstyConfig{{2, 0.4, 5}}, WakeLevels: []WakeConfig{{1, []float64{2}}}, IOCPULevels: []float64{0, 2}, RunqIOLevels: []RunqIOLevel{{0.8, 0}, {0.8, 1}}, Settle: 500 * time.Millisecond, Windows: 2, Dir: t.TempDir()}
+	cfg := Config{BurstyLevels: []BurstyConfig{{2, 0.4, 5}}, WakeLevels: []WakeConfig{{1, []float64{2}}}, IOCPULevels: []float64{0, 2}, RunqIOLevels: []RunqIOConfig{{0.8, 0}, {0.8, 1}}, Settle: 500 * time.Millisecond, Windows: 2, Dir: t.TempDir()}
 	cal, err := MeasureScheduler(context.Background(), cfg, base)
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ type Config struct {
 	// RunqIOLevels are the spinners and writers to read the run queue
 	// beside (default DefaultRunqIOLevels; each spinners level's first
 	// beside no writer): how writers dilute the run-queue percentiles.
-	RunqIOLevels []RunqIOLevel
+	RunqIOLevels []RunqIOConfig
 	// Settle is how long each level runs before it is read (default 2 s:
 	// the agent's window is 1 s); Windows how many windows are read, one
 	// a second (default 6).

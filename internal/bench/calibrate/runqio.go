@@ -10,14 +10,14 @@ import (
 	"github.com/triage-agent/triage/train"
 )
 
-// RunqIOLevel is one cell of the run queue's grid: spinners per CPU beside
+// RunqIOConfig is one cell of the run queue's grid: spinners per CPU beside
 // fsync'ing writers (train.RunqIOLevel).
-type RunqIOLevel struct {
+type RunqIOConfig struct {
 	SpinnersPerCPU float64
 	Writers        int
 }
 
-func (l RunqIOLevel) String() string {
+func (l RunqIOConfig) String() string {
 	return fmt.Sprintf("%g spinners per CPU beside %d writers", l.SpinnersPerCPU, l.Writers)
 }
 
@@ -29,11 +29,11 @@ var DefaultRunqIOLevels = runqIOGrid([]float64{0, 0.5, 1, 2}, []int{0, 1, 4, 8})
 
 // runqIOGrid is every spinners level beside every writers level, in the
 // order train.RunqIOLevel rows take.
-func runqIOGrid(spinners []float64, writers []int) []RunqIOLevel {
-	var out []RunqIOLevel
+func runqIOGrid(spinners []float64, writers []int) []RunqIOConfig {
+	var out []RunqIOConfig
 	for _, s := range spinners {
 		for _, w := range writers {
-			out = append(out, RunqIOLevel{s, w})
+			out = append(out, RunqIOConfig{s, w})
 		}
 	}
 	return out
@@ -41,7 +41,7 @@ func runqIOGrid(spinners []float64, writers []int) []RunqIOLevel {
 
 // runqIOLevel reads the run queue beside l's spinners and writers, at the
 // workers' nice, with no probe.
-func (m *measurer) runqIOLevel(ctx context.Context, l RunqIOLevel) (train.RunqIOLevel, error) {
+func (m *measurer) runqIOLevel(ctx context.Context, l RunqIOConfig) (train.RunqIOLevel, error) {
 	r, err := m.level(ctx, proc.LoadConfig{Spinners: l.SpinnersPerCPU * float64(m.cpus), Writers: l.Writers, WriteBytes: writeBytes}, nil)
 	if err != nil {
 		return train.RunqIOLevel{}, err
