@@ -140,8 +140,9 @@ func (n *nodeModel) cpuLoad() float64 {
 // wakes onto a CPU at once, thousands of times a second, so on a real node
 // writers dilute the run-queue p99 rather than raise it (measured: 4.2 ms
 // beside 1.6 spinners on 2 CPUs, 0.4 ms with 4 writers added;
-// docs/calibration.md, "The run queue under writers"). The dilution itself
-// is not modelled; not counting them is the nearer of the two errors.
+// docs/calibration.md, "The run queue under writers"). The dilution is
+// applied to the percentiles read at this load (signals.runqWindow,
+// Calibration.RunqBesideWriters).
 func (n *nodeModel) queueingLoad() float64 {
 	return float64(n.nWake+n.nCPU+n.threads) / n.cpus
 }

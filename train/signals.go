@@ -19,7 +19,9 @@ import (
 //     half of it, as a histogram's tail is), with the measured spread; the
 //     p99 at least the oversubscribed moments' (RunqP99Oversubscribed:
 //     the window's time with more runnable threads than CPUs, which the
-//     executor's own workers make when they outnumber the CPUs);
+//     executor's own workers make when they outnumber the CPUs); where the
+//     window had writers (the executor's tasks in their I/O part and the
+//     neighbours'), what they dilute both to (Calibration.RunqBesideWriters);
 //   - block-I/O p99: the calibration at the window's fsync'ing writers
 //     (the executor's tasks in their I/O part plus neighbour writers); with
 //     no writer the idle node's value;

@@ -18,12 +18,12 @@ func init() {
 }
 
 func runCalibrate(args []string) error {
-	fs := newFlagSet("calibrate", "run controlled CPU, bursty and disk loads, read the agent's signal sources and the slowdown of real work under each (and of short jobs that wake, and fsync'd writes, beside spinners), and write a calibration file for the simulator (needs the machine to itself; about 4 minutes)")
+	fs := newFlagSet("calibrate", "run controlled CPU, bursty and disk loads, read the agent's signal sources and the slowdown of real work under each (and of short jobs that wake, and fsync'd writes, beside spinners; and the run queue beside spinners and writers), and write a calibration file for the simulator (needs the machine to itself; about 6 minutes)")
 	out := fs.String("out", "", "write the calibration here (default: standard output)")
 	dir := fs.String("dir", os.TempDir(), "directory for the fsync'd writers: on the disk whose latency matters")
 	quick := fs.Bool("quick", false, "three levels of each kind and short windows (a smoke test, not a calibration)")
 	noBPF := fs.Bool("no-ebpf", false, "read every signal from procfs")
-	schedulerOf := fs.String("scheduler-of", "", "measure only the scheduler's levels (bursty threads and how they read the run queue; waking jobs beside spinners and the credit they get; fsync'd writes beside spinners) and write this calibration file (\"default\": the embedded one) with them in place of its own; about a minute and a half")
+	schedulerOf := fs.String("scheduler-of", "", "measure only the scheduler's levels (bursty threads and how they read the run queue; waking jobs beside spinners and the credit they get; fsync'd writes beside spinners; the run queue beside spinners and writers) and write this calibration file (\"default\": the embedded one) with them in place of its own; about 4 minutes")
 	compare := fs.String("compare", "", "measure nothing: print, for this calibration file (\"default\": the embedded one), the measured signals beside what the simulator synthesises from them, as a markdown table")
 	if done, err := parseCommandFlags(fs, args); done {
 		return err

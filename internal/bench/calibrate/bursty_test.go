@@ -12,11 +12,12 @@ import (
 	"github.com/triage-agent/triage/train"
 )
 
-// MeasureScheduler measures bursty levels, waking jobs and writes beside
-// spinners for real (processes that spin and sleep, the run queue read
-// through the agent's eBPF source; a probe that sleeps between jobs beside
-// spinners; an fsync'd write beside spinners) and keeps the rest of the
-// base.
+// MeasureScheduler measures bursty levels, waking jobs, writes beside
+// spinners and the run queue beside spinners and writers for real
+// (processes that spin and sleep, the run queue read through the agent's
+// eBPF source; a probe that sleeps between jobs beside spinners; an
+// fsync'd write beside spinners; spinners beside fsync'ing writers) and
+// keeps the rest of the base.
 func TestMeasureSchedulerAddsTheLevelsAndKeepsTheRest(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the run-queue latency is read through eBPF, which needs root")
