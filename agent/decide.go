@@ -79,7 +79,7 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 		// The priority served is the guard's: the model's where it is sure.
 		level := a.guardDecide(p, &out[i])
 		p.action = uint8(level)
-		a.asm.ObserveLevel(now, level, costs[i])
+		a.asm.ObserveLevel(now, level, costs[i], descs[i].SLAMs)
 		q := qs[i*policy.NumActions : (i+1)*policy.NumActions : (i+1)*policy.NumActions]
 		copy(q, out[i].Q[:])
 		// The id comes back in the field(s) it came in (wire.TaskID's rule).
@@ -257,6 +257,7 @@ func (a *Agent) refreshNode(now time.Time) {
 		RunqP50Us: float32(orZero(n.inputs.RunqP50Us)), RunqP99Us: float32(orZero(n.inputs.RunqP99Us)),
 		QueueLen: uint32(qlen), QueueCap: uint32(a.asm.Workers()), CpuUtil: float32(orZero(n.inputs.CPUUtil)),
 		Node: a.cfg.NodeName, BackgroundReserve: float32(a.reserve(&vec, now)),
+		BackgroundShortMs: float32(policy.ShortBackgroundMs(a.asm.ForegroundSLA(now), a.asm.Slowdown())),
 	}
 	if a.model != nil {
 		n.wire.Model = a.model.Version()

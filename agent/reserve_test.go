@@ -121,3 +121,41 @@ func stateReserveIs(t *testing.T, ta *testAgent, want float64, what string) {
 		return float64(ta.State().GetBackgroundReserve()) == want
 	})
 }
+
+// With the reserve the agent sends the short limit (policy.ShortBackgroundMs):
+// the tightest SLA of the last second's foreground over the slowdown, in
+// the node state and in every decide answer; none once no foreground task
+// has been decided for a second.
+func TestShortLimitFollowsTheForegroundsTightestSLA(t *testing.T) {
+	ta := foregroundAgent(t, 4)
+	cl := ta.dial(t)
+	ctx := context.Background()
+	ts := tasks(0, policy.MinSlowdownSamples) // SLAs of 20, 200 and 2 000 ms, all decided at 4
+	if _, err := cl.Decide(ctx, ts); err != nil {
+		t.Fatal(err)
+	}
+	outs := make([]*wire.Outcome, len(ts))
+	for i, task := range ts {
+		svc := 2 * task.CostMs
+		outs[i] = &wire.Outcome{Id: task.Id, LatencyMs: svc, ServiceMs: svc, SlaMet: true}
+	}
+	if _, err := cl.ReportOutcomes(ctx, outs); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "a short limit of 20 ms over slowdown 2", func() bool {
+		return ta.State().GetBackgroundShortMs() == 10
+	})
+	resp, err := cl.DecideRemote(ctx, tasks(3_000, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.GetBackgroundShortMs(); got != 10 {
+		t.Fatalf("decide answer's short limit %v ms, want 10", got)
+	}
+	if got := cl.BackgroundShortMs(); got != 10 {
+		t.Fatalf("the client keeps %v ms, want 10", got)
+	}
+	waitFor(t, 5*time.Second, "no short limit a second after the last foreground task", func() bool {
+		return ta.State().GetBackgroundShortMs() == 0
+	})
+}

@@ -109,7 +109,7 @@ func (l *localDecider) receive(t *wire.DecisionTable, now time.Time) {
 	}
 	tb.base = queueCounts{reported: l.reported.Load(), remote: l.remote.Load(), outAcked: l.outAcked.Load()}
 	l.table.Store(tb)
-	l.c.reserve.offer(t.GetState().GetBackgroundReserve())
+	l.c.reserve.offer(t.GetState().GetBackgroundReserve(), t.GetState().GetBackgroundShortMs())
 	l.stats.tables.Add(1)
 	l.stats.unsupported.Store(false)
 }

@@ -13,8 +13,9 @@ import "math"
 // concurrent use.
 type ForegroundLoad struct {
 	sums   [foregroundBuckets]float64
-	ids    [foregroundBuckets]int64 // which bucket of the clock each slot holds
-	latest int64                    // the latest bucket added to
+	slas   [foregroundBuckets]float64 // each bucket's tightest SLA; 0: none known
+	ids    [foregroundBuckets]int64   // which bucket of the clock each slot holds
+	latest int64                      // the latest bucket added to
 }
 
 const (
@@ -27,11 +28,13 @@ const (
 )
 
 // Add records one task decided at nowMs (ms on a clock that starts at 0)
-// at level, whose expected cost is expectedMs. Background tasks (level 0),
-// costs that are not finite and positive, and times already out of the
-// window of the latest one added add nothing.
-func (f *ForegroundLoad) Add(nowMs float64, level int, expectedMs float64) {
-	if level < 1 || !knownPositive(expectedMs) || !onClock(nowMs) {
+// at level, whose expected cost is expectedMs and whose SLA is slaMs.
+// Background tasks (level 0) and times already out of the window of the
+// latest one added add nothing; a cost, or an SLA, that is not finite and
+// positive adds nothing to the load, or to the tightest SLA.
+func (f *ForegroundLoad) Add(nowMs float64, level int, expectedMs, slaMs float64) {
+	cost, sla := knownPositive(expectedMs), knownPositive(slaMs)
+	if level < 1 || !(cost || sla) || !onClock(nowMs) {
 		return
 	}
 	id := int64(nowMs / foregroundBucketMs)
@@ -41,9 +44,14 @@ func (f *ForegroundLoad) Add(nowMs float64, level int, expectedMs float64) {
 	f.latest = max(f.latest, id)
 	slot := id % foregroundBuckets
 	if f.ids[slot] != id {
-		f.ids[slot], f.sums[slot] = id, 0
+		f.ids[slot], f.sums[slot], f.slas[slot] = id, 0, 0
 	}
-	f.sums[slot] += expectedMs
+	if cost {
+		f.sums[slot] += expectedMs
+	}
+	if sla && (f.slas[slot] == 0 || slaMs < f.slas[slot]) {
+		f.slas[slot] = slaMs
+	}
 }
 
 // Workers is the foreground's load at nowMs: the expected work decided at
@@ -60,6 +68,23 @@ func (f *ForegroundLoad) Workers(nowMs float64) float64 {
 		}
 	}
 	return sum / ForegroundLoadWindowMs
+}
+
+// TightestSLA is the smallest SLA (ms) among the tasks decided at
+// priorities 1–4 in the window that ends at nowMs: what the foreground
+// can least afford to wait. 0 while none is known.
+func (f *ForegroundLoad) TightestSLA(nowMs float64) float64 {
+	if !onClock(nowMs) {
+		return 0
+	}
+	id := int64(nowMs / foregroundBucketMs)
+	tightest := 0.0
+	for i, b := range f.ids {
+		if b <= id && b > id-foregroundBuckets && f.slas[i] > 0 && (tightest == 0 || f.slas[i] < tightest) {
+			tightest = f.slas[i]
+		}
+	}
+	return tightest
 }
 
 // onClock is whether t is a time the load can be read at: finite, not

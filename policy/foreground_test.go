@@ -13,13 +13,13 @@ func TestForegroundLoadCountsTheForegroundOverItsWindow(t *testing.T) {
 	if got := f.Workers(0); got != 0 {
 		t.Fatalf("empty: %v, want 0", got)
 	}
-	f.Add(10, 0, 400)          // background
-	f.Add(10, 1, math.NaN())   // unknown cost
-	f.Add(10, 4, -5)           // not a cost
-	f.Add(math.NaN(), 4, 100)  // not a time
-	f.Add(math.Inf(1), 4, 100) // not a time
-	f.Add(10, 4, 200)
-	f.Add(500, 1, 300)
+	f.Add(10, 0, 400, 0)          // background
+	f.Add(10, 1, math.NaN(), 0)   // unknown cost
+	f.Add(10, 4, -5, 0)           // not a cost
+	f.Add(math.NaN(), 4, 100, 0)  // not a time
+	f.Add(math.Inf(1), 4, 100, 0) // not a time
+	f.Add(10, 4, 200, 0)
+	f.Add(500, 1, 300, 0)
 	if got := f.Workers(600); got != 0.5 {
 		t.Fatalf("200 + 300 ms of foreground work in the last second: %v workers, want 0.5", got)
 	}
@@ -32,8 +32,8 @@ func TestForegroundLoadCountsTheForegroundOverItsWindow(t *testing.T) {
 	// A time already out of the window of the latest one added would
 	// land in the slot a newer bucket holds (620 ms and 1,600 ms share
 	// one) and wipe it: it is not counted, and the newer bucket stays.
-	f.Add(1_600, 2, 100)
-	f.Add(620, 2, 1_000)
+	f.Add(1_600, 2, 100, 0)
+	f.Add(620, 2, 1_000, 0)
 	if got := f.Workers(1_600); math.Abs(got-0.1) > 1e-12 {
 		t.Fatalf("after a late, stale add: %v workers, want 0.1", got)
 	}
@@ -89,5 +89,39 @@ func TestServedReserveKeepsTheHalfWhereTheCPUsAreOversubscribed(t *testing.T) {
 		if got := ServedReserve(c.s, c.slowdown, 0.01, 8); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// The tightest SLA is the foreground's over the window: background tasks
+// and unknown SLAs say nothing of it, a task with an SLA and no known cost
+// does, and a tight task leaves it once the window has passed it.
+func TestForegroundLoadKeepsTheTightestSLA(t *testing.T) {
+	var f ForegroundLoad
+	if got := f.TightestSLA(0); got != 0 {
+		t.Fatalf("empty: %v, want 0", got)
+	}
+	f.Add(10, 0, 5, 5)            // background
+	f.Add(10, 2, 5, math.NaN())   // unknown SLA
+	f.Add(10, 2, 5, -1)           // not an SLA
+	f.Add(math.NaN(), 3, 5, 1)    // not a time
+	f.Add(20, 3, math.NaN(), 200) // an SLA without a cost
+	f.Add(400, 4, 2, 20)
+	f.Add(900, 4, 2, 50)
+	if got := f.TightestSLA(950); got != 20 {
+		t.Fatalf("20, 50 and 200 ms in the window: %v, want 20", got)
+	}
+	// The load: the two tasks without an SLA (5 ms each) and the two
+	// tight ones (2 ms each); the task without a cost adds none.
+	if got := f.Workers(950); math.Abs(got-0.014) > 1e-12 {
+		t.Fatalf("load %v workers, want 0.014", got)
+	}
+	if got := f.TightestSLA(1_450); got != 50 {
+		t.Fatalf("a second after the 20 ms task: %v, want 50", got)
+	}
+	if got := f.TightestSLA(2_000); got != 0 {
+		t.Fatalf("a second after all: %v, want 0", got)
+	}
+	if got := f.TightestSLA(math.Inf(1)); got != 0 {
+		t.Fatalf("not a time: %v, want 0", got)
 	}
 }

@@ -2,6 +2,7 @@ package train
 
 import (
 	"container/heap"
+	"math"
 
 	"github.com/triage-agent/triage/policy"
 )
@@ -15,10 +16,9 @@ type KeyOrdered interface{ KeyOrdered() }
 type queue interface {
 	push(i int)
 	// pop returns the next task to start, or -1 when none may start now;
-	// lowest is the lowest level allowed to start (LowestLevel), which
-	// holds background work back at the reserve. Key-ordered queues
-	// ignore it.
-	pop(now float64, lowest int) int
+	// g is what may start (startGate), which holds background work back
+	// at the reserve. Key-ordered queues ignore it.
+	pop(now float64, g gate) int
 	Len() int
 	each(func(i int)) // every queued task, any order
 }
@@ -64,10 +64,10 @@ func newQueueOrdered(keyOrdered bool, out *[]Outcome) queue {
 // keyQueue serves by (level desc, key asc, arrival).
 type keyQueue struct{ h indexHeap }
 
-func (q *keyQueue) push(i int)           { heap.Push(&q.h, i) }
-func (q *keyQueue) pop(float64, int) int { return heap.Pop(&q.h).(int) }
-func (q *keyQueue) Len() int             { return q.h.Len() }
-func (q *keyQueue) each(f func(i int))   { eachIdx(q.h.idx, f) }
+func (q *keyQueue) push(i int)            { heap.Push(&q.h, i) }
+func (q *keyQueue) pop(float64, gate) int { return heap.Pop(&q.h).(int) }
+func (q *keyQueue) Len() int              { return q.h.Len() }
+func (q *keyQueue) each(f func(i int))    { eachIdx(q.h.idx, f) }
 func eachIdx(idx []int, f func(i int)) {
 	for _, i := range idx {
 		f(i)
@@ -86,7 +86,9 @@ func eachIdx(idx []int, f func(i int)) {
 //     the tasks with the earliest deadlines are exactly the ones already
 //     lost;
 //   - level 0 is the background tier: its tasks start only while more than
-//     BackgroundReserve workers are free (see LowestLevel).
+//     BackgroundReserve workers are free (see LowestLevel), and while a
+//     contended reserve holds more, only the short ones the next in order
+//     (see startGate).
 type priorityQueue struct {
 	feasible [policy.NumActions]indexHeap
 	late     [policy.NumActions]indexHeap
@@ -99,12 +101,15 @@ func (q *priorityQueue) push(i int) {
 	q.n++
 }
 
-func (q *priorityQueue) pop(now float64, lowest int) int {
-	for l := policy.NumActions - 1; l >= lowest; l-- {
+func (q *priorityQueue) pop(now float64, g gate) int {
+	for l := policy.NumActions - 1; l >= g.lowest; l-- {
 		f := &q.feasible[l]
 		for f.Len() > 0 {
 			o := &(*q.out)[f.idx[0]]
 			if now+o.ExpectedMs <= o.DeadlineMs() {
+				if !g.admits(o) {
+					break
+				}
 				q.n--
 				return heap.Pop(f).(int)
 			}
@@ -113,19 +118,23 @@ func (q *priorityQueue) pop(now float64, lowest int) int {
 			heap.Push(&q.late[l], heap.Pop(f).(int))
 		}
 	}
-	if i := popLate(&q.late, lowest); i >= 0 {
+	if i := popLate(&q.late, g); i >= 0 {
 		q.n--
 		return i
 	}
 	return -1
 }
 
-// popLate serves late work once no level from lowest up has a task that
-// can still make its deadline: the highest non-empty late heap's shortest
-// expected cost, or -1.
-func popLate(late *[policy.NumActions]indexHeap, lowest int) int {
-	for l := policy.NumActions - 1; l >= lowest; l-- {
+// popLate serves late work once no level that g lets start has a task
+// that can still make its deadline: the highest non-empty late heap's
+// shortest expected cost, or -1. Late background work never takes a worker
+// the reserve holds for short work only: it has missed its SLA already.
+func popLate(late *[policy.NumActions]indexHeap, g gate) int {
+	for l := policy.NumActions - 1; l >= g.lowest; l-- {
 		if late[l].Len() > 0 {
+			if l == 0 && g.shortOnly() {
+				return -1
+			}
 			return heap.Pop(&late[l]).(int)
 		}
 	}
@@ -168,6 +177,36 @@ func LowestLevel(busy, workers, reserve int) int {
 	return 1
 }
 
+// gate is what a free worker may start: every level from lowest up, and
+// at level 0 only a task expected to cost at most backgroundMs.
+type gate struct {
+	lowest       int
+	backgroundMs float64
+}
+
+// startGate is what a free worker may start when busy of the node's
+// workers are serving under hold: any level while more than the reserve
+// (hold.Share) is free; while no more than that is free but more than the
+// calm quarter is, the foreground and, of the background, only the task
+// next in order and only if its expected cost is at most hold.ShortMs
+// (policy.ShortBackgroundMs); else the foreground alone.
+func startGate(busy, workers int, h policy.Hold) gate {
+	if LowestLevel(busy, workers, policy.ReserveWorkers(h.Share, workers)) == 0 {
+		return gate{lowest: 0, backgroundMs: math.Inf(1)}
+	}
+	if h.ShortMs > 0 && LowestLevel(busy, workers, BackgroundReserve(workers)) == 0 {
+		return gate{lowest: 0, backgroundMs: h.ShortMs}
+	}
+	return gate{lowest: 1}
+}
+
+// admits is whether g lets o start, o being the next in order at its
+// level.
+func (g gate) admits(o *Outcome) bool { return o.Level > 0 || o.ExpectedMs <= g.backgroundMs }
+
+// shortOnly is whether g lets only short background work start.
+func (g gate) shortOnly() bool { return g.lowest == 0 && !math.IsInf(g.backgroundMs, 1) }
+
 // Queue is the executor contract for executors outside the simulator (the
 // e2e bench's real workers). It orders indices into *out by each
 // Outcome's Level and Key, which must be set before Push; keyOrdered gives
@@ -192,14 +231,14 @@ func (q *Queue) Push(i int) { q.q.push(i) }
 
 // Pop returns the task a free worker starts at nowMs with busy of
 // workers serving, or -1 when none may start (empty, or only background
-// work while the reserve is reached). reserve is the share of the workers
-// background work leaves free (policy.Reserve, as the agent sends it;
-// policy.CalmReserve for an executor that is told none).
-func (q *Queue) Pop(nowMs float64, busy, workers int, reserve float64) int {
+// work while the reserve is reached). hold is what background work leaves
+// free (as the agent sends it; policy.Hold{Share: policy.CalmReserve} for
+// an executor that is told none): see startGate.
+func (q *Queue) Pop(nowMs float64, busy, workers int, hold policy.Hold) int {
 	if q.q.Len() == 0 {
 		return -1
 	}
-	return q.q.pop(nowMs, LowestLevel(busy, workers, policy.ReserveWorkers(reserve, workers)))
+	return q.q.pop(nowMs, startGate(busy, workers, hold))
 }
 
 // Len is the number of queued tasks.

@@ -93,9 +93,9 @@ func (q *adaptiveQueue) stretch() float64 {
 	return s
 }
 
-func (q *adaptiveQueue) pop(now float64, lowest int) int {
+func (q *adaptiveQueue) pop(now float64, g gate) int {
 	stretch := q.stretch()
-	for l := policy.NumActions - 1; l >= lowest; l-- {
+	for l := policy.NumActions - 1; l >= g.lowest; l-- {
 		q.moveLate(l, now, stretch)
 		if len(q.waiting[l]) == 0 {
 			continue
@@ -107,11 +107,14 @@ func (q *adaptiveQueue) pop(now float64, lowest int) int {
 		w := q.waiting[l]
 		k := q.plan.next(*q.out, w[:min(len(w), planLimit)], now, stretch, drain, q.workers)
 		i := w[k]
+		if !g.admits(&(*q.out)[i]) {
+			break // the level's next is held back; late work may still go
+		}
 		q.waiting[l] = slices.Delete(w, k, k+1)
 		q.n--
 		return i
 	}
-	if i := popLate(&q.late, lowest); i >= 0 {
+	if i := popLate(&q.late, g); i >= 0 {
 		q.n--
 		return i
 	}

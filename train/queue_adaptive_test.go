@@ -4,8 +4,6 @@ import (
 	"math"
 	"slices"
 	"testing"
-
-	"github.com/triage-agent/triage/policy"
 )
 
 // adaptiveQueueOf is queueOf for the agent's answers under AdaptiveOrder on
@@ -87,12 +85,12 @@ func TestAdaptiveOrderServesEachTaskOnce(t *testing.T) {
 			q.Push(i)
 		}
 		for range 4 + round%3 {
-			if i := q.Pop(0, 0, 4, policy.CalmReserve); i >= 0 {
+			if i := q.Pop(0, 0, 4, calmHold); i >= 0 {
 				served[i]++
 			}
 		}
 	}
-	for i := q.Pop(0, 0, 4, policy.CalmReserve); i >= 0; i = q.Pop(0, 0, 4, policy.CalmReserve) {
+	for i := q.Pop(0, 0, 4, calmHold); i >= 0; i = q.Pop(0, 0, 4, calmHold) {
 		served[i]++
 	}
 	if len(served) != len(out) || q.Len() != 0 {

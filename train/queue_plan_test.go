@@ -3,8 +3,6 @@ package train
 import (
 	"fmt"
 	"testing"
-
-	"github.com/triage-agent/triage/policy"
 )
 
 // Where the tasks taken by deadline would miss one, the plan sets the
@@ -14,7 +12,7 @@ import (
 // start A and shortest first C.
 func TestAdaptiveOrderSetsTheLongestAside(t *testing.T) {
 	q := adaptiveQueueOf(1, 1, [3]float64{2, 100, 60}, [3]float64{2, 110, 40}, [3]float64{2, 120, 30})
-	if got := q.Pop(0, 0, 1, policy.CalmReserve); got != 1 {
+	if got := q.Pop(0, 0, 1, calmHold); got != 1 {
 		t.Fatalf("served %d first, want 1 (B: A set aside, B's deadline before C's)", got)
 	}
 }
@@ -31,11 +29,11 @@ func TestAdaptiveOrderPlansACrowdedLevelSlower(t *testing.T) {
 	for range crowdPerWorker - 1 {
 		tasks = append(tasks, [3]float64{0, 200, 10})
 	}
-	if got := adaptiveQueueOf(1, 1, tasks...).Pop(0, 0, 1, policy.CalmReserve); got != 0 {
+	if got := adaptiveQueueOf(1, 1, tasks...).Pop(0, 0, 1, calmHold); got != 0 {
 		t.Fatalf("not crowded: served %d first, want 0 (every deadline can be met)", got)
 	}
 	tasks = append(tasks, [3]float64{0, 300, 5})
-	if got := adaptiveQueueOf(1, 1, tasks...).Pop(0, 0, 1, policy.CalmReserve); got != 1 {
+	if got := adaptiveQueueOf(1, 1, tasks...).Pop(0, 0, 1, calmHold); got != 1 {
 		t.Fatalf("crowded: served %d first, want 1 (the long task set aside, then deadline order)", got)
 	}
 }
@@ -87,7 +85,7 @@ func BenchmarkAdaptiveQueuePop(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				add(n + i)
-				if q.Pop(0, 0, 4, policy.CalmReserve) < 0 {
+				if q.Pop(0, 0, 4, calmHold) < 0 {
 					b.Fatal("empty")
 				}
 			}

@@ -23,7 +23,7 @@ func queueOf(keyOrdered bool, tasks ...[3]float64) (*Queue, *[]Outcome) {
 func drain(q *Queue, busy, workers int) []int {
 	var got []int
 	for {
-		i := q.Pop(0, busy, workers, policy.CalmReserve)
+		i := q.Pop(0, busy, workers, calmHold)
 		if i < 0 {
 			return got
 		}
@@ -45,7 +45,7 @@ func TestQueueContract(t *testing.T) {
 	if got, want := drain(q, 2, 8), []int{2, 4, 1, 0, 3, 5}; !slices.Equal(got, want) {
 		t.Fatalf("served %v, want %v", got, want)
 	}
-	if q.Len() != 0 || q.Pop(0, 0, 8, policy.CalmReserve) != -1 {
+	if q.Len() != 0 || q.Pop(0, 0, 8, calmHold) != -1 {
 		t.Fatal("an empty queue served a task")
 	}
 }
@@ -101,3 +101,6 @@ func TestKeyOrderedQueueIgnoresTiers(t *testing.T) {
 		t.Fatalf("served %v, want %v", got, want)
 	}
 }
+
+// calmHold is what an executor told nothing holds back: the calm quarter.
+var calmHold = policy.Hold{Share: policy.CalmReserve}

@@ -36,6 +36,26 @@ func (p *blindMLP) Reserve(v *NodeView) float64 { return seenReserve(v, policy.K
 // training, whoever (network, teacher, exploration) decided the task.
 func (e explorer) Reserve(v *NodeView) float64 { return seenReserve(v, nil) }
 
+// ShortServer is a Reserver that lets short background work past the
+// contended part of its reserve, as the agent serves it
+// (policy.ShortBackgroundMs): the served policies, not the trainer's, so
+// that `make model` rebuilds the shipped model as it was trained.
+type ShortServer interface {
+	ShortBackgroundMs(v *NodeView) float64
+}
+
+// ShortBackgroundMs implements ShortServer, as the agent serves it.
+func (p *GuardedPolicy) ShortBackgroundMs(v *NodeView) float64 { return servedShort(v) }
+
+// ShortBackgroundMs implements ShortServer, as GuardedPolicy's.
+func (p *DeciderPolicy) ShortBackgroundMs(v *NodeView) float64 { return servedShort(v) }
+
+// servedShort is the short limit the agent serves: it reads no kernel
+// feature, so a policy blind to them serves the same.
+func servedShort(v *NodeView) float64 {
+	return policy.ShortBackgroundMs(v.ForegroundSLAMs, v.Slowdown)
+}
+
 // seenReserve is policy.Reserve of the node as a policy blind to the
 // features off sees it: with the kernel features neutral, a model asks
 // for the reserve of the work's slowdown alone (the calm one while it is

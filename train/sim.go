@@ -166,9 +166,10 @@ type simulator struct {
 	// inFlight is the expected work (ms) decided and not finished at each
 	// level: features 17 to 19.
 	inFlight [policy.NumActions]float64
-	// reserve is the share of the workers background work leaves free:
-	// the latest decision's (Reserver), else policy.CalmReserve.
-	reserve float64
+	// hold is what background work leaves free: the latest decision's
+	// reserve (Reserver) and short limit (ShortServer), else the calm
+	// quarter for every task.
+	hold policy.Hold
 	// fg is the foreground's recent load (policy.ForegroundLoad): what a
 	// served policy sizes a contended reserve to.
 	fg policy.ForegroundLoad
@@ -179,7 +180,7 @@ func newSimulator(sc *Scenario, cfg SimConfig, seed int64) *simulator {
 	if cal == nil {
 		cal = DefaultCalibration()
 	}
-	s := &simulator{sc: sc, cfg: cfg, workers: sc.Workers, reserve: policy.CalmReserve}
+	s := &simulator{sc: sc, cfg: cfg, workers: sc.Workers, hold: policy.Hold{Share: policy.CalmReserve}}
 	s.node = newNodeModel(sc, cal)
 	s.sig = newSignals(sc, cal, s.node, seed, cfg.MissingSources, cfg.VaryNode)
 	s.node.set(0, 0, 0, 0)
@@ -282,10 +283,14 @@ func (s *simulator) arrive(i int, p Policy) error {
 		key = math.Inf(1)
 	}
 	o.Level, o.Key = level, key
-	s.fg.Add(s.now, level, o.ExpectedMs)
+	s.fg.Add(s.now, level, o.ExpectedMs, o.SLAMs)
 	s.view.ForegroundWorkers = s.fg.Workers(s.now)
+	s.view.ForegroundSLAMs = s.fg.TightestSLA(s.now)
 	if r, ok := p.(Reserver); ok {
-		s.reserve = r.Reserve(&s.view)
+		s.hold.Share = r.Reserve(&s.view)
+	}
+	if r, ok := p.(ShortServer); ok {
+		s.hold.ShortMs = r.ShortBackgroundMs(&s.view)
 	}
 	s.queue.push(i)
 	s.inFlight[level] += o.ExpectedMs
@@ -297,13 +302,13 @@ func (s *simulator) arrive(i int, p Policy) error {
 
 func (s *simulator) dispatch() {
 	for s.busy() < s.workers && s.queue.Len() > 0 {
-		idx := s.queue.pop(s.now, LowestLevel(s.busy(), s.workers, policy.ReserveWorkers(s.reserve, s.workers)))
+		idx := s.queue.pop(s.now, startGate(s.busy(), s.workers, s.hold))
 		if idx < 0 {
 			return
 		}
 		o := &s.out[idx]
 		o.StartMs, o.Started = s.now, true
-		o.HeldBack = s.reserve > policy.CalmReserve
+		o.HeldBack = s.hold.Share > policy.CalmReserve
 		if s.cfg.TrackHarm {
 			o.Harm = s.harmOf(o)
 		}
@@ -415,6 +420,12 @@ type NodeView struct {
 	// being made included (policy.ForegroundLoad.Workers): what a served
 	// policy sizes a contended reserve to (policy.SizeReserve).
 	ForegroundWorkers float64
+	// ForegroundSLAMs is the tightest SLA among the foreground's recent
+	// tasks, the decision being made included
+	// (policy.ForegroundLoad.TightestSLA; 0: none): what a served policy
+	// lets short background work past its reserve by
+	// (policy.ShortBackgroundMs).
+	ForegroundSLAMs float64
 
 	freeTimes []float64
 }

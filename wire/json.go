@@ -114,6 +114,8 @@ type DecideResponseJSON struct {
 	StateEpoch uint64         `json:"state_epoch"`
 	// BackgroundReserve is DecideResponse.background_reserve.
 	BackgroundReserve float32 `json:"background_reserve"`
+	// BackgroundShortMs is DecideResponse.background_short_ms.
+	BackgroundShortMs float32 `json:"background_short_ms"`
 }
 
 // OutcomeJSON is one outcome of a /v1/outcomes body.
@@ -149,6 +151,8 @@ type NodeStateJSON struct {
 	Node      string    `json:"node"`
 	// BackgroundReserve is NodeState.background_reserve.
 	BackgroundReserve float32 `json:"background_reserve"`
+	// BackgroundShortMs is NodeState.background_short_ms.
+	BackgroundShortMs float32 `json:"background_short_ms"`
 }
 
 // ErrorJSON is the body of every 4xx/5xx answer.
@@ -211,6 +215,6 @@ func NodeStateToJSON(s *NodeState) NodeStateJSON {
 		Epoch: s.GetEpoch(), UnixNano: s.GetUnixNano(), Features: s.GetFeatures(), Sources: s.GetSources(),
 		RunqP50Us: s.GetRunqP50Us(), RunqP99Us: s.GetRunqP99Us(), QueueLen: s.GetQueueLen(),
 		QueueCap: s.GetQueueCap(), CPUUtil: s.GetCpuUtil(), Model: s.GetModel(), Node: s.GetNode(),
-		BackgroundReserve: s.GetBackgroundReserve(),
+		BackgroundReserve: s.GetBackgroundReserve(), BackgroundShortMs: s.GetBackgroundShortMs(),
 	}
 }

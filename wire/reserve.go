@@ -1,5 +1,7 @@
 package wire
 
+import "math"
+
 // ReserveShare reads a background_reserve field (DecideResponse,
 // NodeState): the share of the executor's workers that background work
 // must leave free, and ok. ok is false for 0 (not sent: an agent from
@@ -10,4 +12,16 @@ func ReserveShare(x float32) (share float64, ok bool) {
 		return 0, false
 	}
 	return float64(x), true
+}
+
+// ShortMs reads a background_short_ms field (DecideResponse, NodeState):
+// the expected cost (ms) up to which a background task may start while the
+// reserve holds more than the calm quarter. Anything not finite and
+// positive (0: none may, or an agent from before the field) reads 0, which
+// an executor takes as none.
+func ShortMs(x float32) float64 {
+	if !(x > 0) || math.IsInf(float64(x), 1) { // NaN fails the comparison
+		return 0
+	}
+	return float64(x)
 }

@@ -21,3 +21,17 @@ func TestReserveShareRefusesWhatAnExecutorMustNotActOn(t *testing.T) {
 		}
 	}
 }
+
+func TestShortMsReadsWhatIsNotALimitAsNone(t *testing.T) {
+	for _, c := range []struct {
+		x    float32
+		want float64
+	}{
+		{20, 20}, {0.5, 0.5}, {0, 0}, {-3, 0},
+		{float32(math.NaN()), 0}, {float32(math.Inf(1)), 0}, {float32(math.Inf(-1)), 0},
+	} {
+		if got := ShortMs(c.x); got != c.want {
+			t.Errorf("ShortMs(%v) = %v, want %v", c.x, got, c.want)
+		}
+	}
+}

@@ -302,6 +302,13 @@ type DecideResponse struct {
 	// run queue is short; 0 = not sent, an agent from before it).
 	// docs/endpoint.md, "The background reserve".
 	BackgroundReserve float32 `protobuf:"fixed32,5,opt,name=background_reserve,json=backgroundReserve,proto3" json:"background_reserve,omitempty"`
+	// While background_reserve holds more than the calm quarter, a
+	// background task whose cost_ms is at most this many ms may still start
+	// while more than a quarter of the workers are free: the tightest SLA
+	// among the agent's recent foreground tasks, over the node's slowdown.
+	// 0 = none may (or not sent: an agent from before it).
+	// docs/endpoint.md, "The background reserve".
+	BackgroundShortMs float32 `protobuf:"fixed32,6,opt,name=background_short_ms,json=backgroundShortMs,proto3" json:"background_short_ms,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -367,6 +374,13 @@ func (x *DecideResponse) GetStateEpoch() uint64 {
 func (x *DecideResponse) GetBackgroundReserve() float32 {
 	if x != nil {
 		return x.BackgroundReserve
+	}
+	return 0
+}
+
+func (x *DecideResponse) GetBackgroundShortMs() float32 {
+	if x != nil {
+		return x.BackgroundShortMs
 	}
 	return 0
 }
@@ -571,7 +585,8 @@ type NodeState struct {
 	CpuUtil           float32                `protobuf:"fixed32,9,opt,name=cpu_util,json=cpuUtil,proto3" json:"cpu_util,omitempty"`
 	Model             string                 `protobuf:"bytes,10,opt,name=model,proto3" json:"model,omitempty"`
 	Node              string                 `protobuf:"bytes,11,opt,name=node,proto3" json:"node,omitempty"`
-	BackgroundReserve float32                `protobuf:"fixed32,12,opt,name=background_reserve,json=backgroundReserve,proto3" json:"background_reserve,omitempty"` // as DecideResponse.background_reserve, for this snapshot
+	BackgroundReserve float32                `protobuf:"fixed32,12,opt,name=background_reserve,json=backgroundReserve,proto3" json:"background_reserve,omitempty"`   // as DecideResponse.background_reserve, for this snapshot
+	BackgroundShortMs float32                `protobuf:"fixed32,13,opt,name=background_short_ms,json=backgroundShortMs,proto3" json:"background_short_ms,omitempty"` // as DecideResponse.background_short_ms, for this snapshot
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -686,6 +701,13 @@ func (x *NodeState) GetNode() string {
 func (x *NodeState) GetBackgroundReserve() float32 {
 	if x != nil {
 		return x.BackgroundReserve
+	}
+	return 0
+}
+
+func (x *NodeState) GetBackgroundShortMs() float32 {
+	if x != nil {
+		return x.BackgroundShortMs
 	}
 	return 0
 }
@@ -1677,14 +1699,15 @@ const file_triage_proto_rawDesc = "" +
 	"\atask_id\x18\x04 \x01(\tR\x06taskId\"R\n" +
 	"\rDecideRequest\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x12*\n" +
-	"\x05tasks\x18\x02 \x03(\v2\x14.triage.wire.v1.TaskR\x05tasks\"\xc5\x01\n" +
+	"\x05tasks\x18\x02 \x03(\v2\x14.triage.wire.v1.TaskR\x05tasks\"\xf5\x01\n" +
 	"\x0eDecideResponse\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x126\n" +
 	"\tdecisions\x18\x02 \x03(\v2\x18.triage.wire.v1.DecisionR\tdecisions\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12\x1f\n" +
 	"\vstate_epoch\x18\x04 \x01(\x04R\n" +
 	"stateEpoch\x12-\n" +
-	"\x12background_reserve\x18\x05 \x01(\x02R\x11backgroundReserve\"\x89\x01\n" +
+	"\x12background_reserve\x18\x05 \x01(\x02R\x11backgroundReserve\x12.\n" +
+	"\x13background_short_ms\x18\x06 \x01(\x02R\x11backgroundShortMs\"\x89\x01\n" +
 	"\aOutcome\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\n" +
@@ -1698,7 +1721,7 @@ const file_triage_proto_rawDesc = "" +
 	"\boutcomes\x18\x02 \x03(\v2\x17.triage.wire.v1.OutcomeR\boutcomes\"D\n" +
 	"\x0fOutcomeAccepted\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x12\x1a\n" +
-	"\baccepted\x18\x02 \x01(\rR\baccepted\"\xe2\x02\n" +
+	"\baccepted\x18\x02 \x01(\rR\baccepted\"\x92\x03\n" +
 	"\tNodeState\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1b\n" +
 	"\tunix_nano\x18\x02 \x01(\x03R\bunixNano\x12\x1a\n" +
@@ -1712,7 +1735,8 @@ const file_triage_proto_rawDesc = "" +
 	"\x05model\x18\n" +
 	" \x01(\tR\x05model\x12\x12\n" +
 	"\x04node\x18\v \x01(\tR\x04node\x12-\n" +
-	"\x12background_reserve\x18\f \x01(\x02R\x11backgroundReserve\"\x90\x01\n" +
+	"\x12background_reserve\x18\f \x01(\x02R\x11backgroundReserve\x12.\n" +
+	"\x13background_short_ms\x18\r \x01(\x02R\x11backgroundShortMs\"\x90\x01\n" +
 	"\tSubscribe\x121\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x1d.triage.wire.v1.SubscribeModeR\x04mode\x12&\n" +
 	"\x0fmin_interval_ms\x18\x02 \x01(\rR\rminIntervalMs\x12(\n" +

@@ -89,8 +89,11 @@ func (s *Server) decideChecked(ctx context.Context, tasks []*wire.Task) (*wire.D
 	}
 	// The reserve is the latest snapshot's, not the deciding one's: it is
 	// an instruction for the executor now.
-	reserve := s.backend.State().GetBackgroundReserve()
-	return &wire.DecideResponse{Decisions: decisions, Model: model, StateEpoch: epoch, BackgroundReserve: reserve}, nil
+	now := s.backend.State()
+	return &wire.DecideResponse{
+		Decisions: decisions, Model: model, StateEpoch: epoch,
+		BackgroundReserve: now.GetBackgroundReserve(), BackgroundShortMs: now.GetBackgroundShortMs(),
+	}, nil
 }
 
 // outcomesCall takes a client's outcomes and returns how many were accepted.

@@ -107,12 +107,22 @@ func (a *Assembler) ObserveDecided(slaMs float64) {
 }
 
 // ObserveLevel records one task decided at now at level, whose expected
-// cost is costMs: the foreground's load (ForegroundWorkers) counts it when
+// cost is costMs and whose SLA is slaMs: the foreground's load
+// (ForegroundWorkers) and its tightest SLA (ForegroundSLA) count it when
 // level is 1 or more.
-func (a *Assembler) ObserveLevel(now time.Time, level int, costMs float64) {
+func (a *Assembler) ObserveLevel(now time.Time, level int, costMs, slaMs float64) {
 	a.waitsMu.Lock()
-	a.fg.Add(a.ms(now), level, costMs)
+	a.fg.Add(a.ms(now), level, costMs, slaMs)
 	a.waitsMu.Unlock()
+}
+
+// ForegroundSLA is the tightest SLA (ms) among the foreground's tasks
+// decided in the last second before now, 0 while none
+// (policy.ForegroundLoad.TightestSLA).
+func (a *Assembler) ForegroundSLA(now time.Time) float64 {
+	a.waitsMu.Lock()
+	defer a.waitsMu.Unlock()
+	return a.fg.TightestSLA(a.ms(now))
 }
 
 // ForegroundWorkers is the foreground's load at now, in workers

@@ -150,6 +150,9 @@ type AgentStats struct {
 	// the rows of the per-period table) their tasks arrived in, for a
 	// scenario with interference.
 	HeldBackStartsPerPeriod []int `json:"held_back_starts_per_period,omitempty"`
+	// ShortStarts is how many background tasks started on a worker the
+	// reserve held beyond the calm quarter, as short work (Result.ShortStarts).
+	ShortStarts int `json:"short_starts"`
 	// ServiceP50Ms is the agent run's median service time (ms of scenario
 	// time, start to finish) per period (tasks by arrival) and class, in
 	// the scenario's class order; 0 where none finished.
@@ -294,7 +297,7 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		ExperienceRecords: records, FlamegraphWindows: scraped.fgWindows, ProbesAttached: scraped.probesAttached,
 		TimeScale: res.TimeScale, LateStarts: rep.FIFO.LateStarts + res.LateStarts,
 		Decide: c.Decide, AnswerOrder: c.AnswerOrder.String(), LocalDecisions: res.LocalDecisions, RemoteDecisions: res.RemoteDecisions,
-		HeldBackStarts: res.HeldBackStarts, HeldBackStartsPerPeriod: heldPerPeriod(res.Metrics.PerPeriod),
+		HeldBackStarts: res.HeldBackStarts, HeldBackStartsPerPeriod: heldPerPeriod(res.Metrics.PerPeriod), ShortStarts: res.ShortStarts,
 		ServiceP50Ms:      serviceP50(c.Scenario, res.Outcomes),
 		RemoteDecideP50Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.5).Nanoseconds()) / 1e3),
 		RemoteDecideP99Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.99).Nanoseconds()) / 1e3),

@@ -141,10 +141,10 @@ func TestRuleRunKeepsTheReserve(t *testing.T) {
 // on a contended node (the agent's side is TestContendedNodeRaisesTheBackgroundReserve
 // in cmd/triage, with eBPF, QUIC and the model for real); this checks the
 // executor's side of that contract alone.
-type reserveAsking struct{ share float64 }
+type reserveAsking struct{ share, shortMs float64 }
 
 func (a reserveAsking) Decide(_ context.Context, tasks []*wire.Task) (*wire.DecideResponse, error) {
-	resp := &wire.DecideResponse{BackgroundReserve: float32(a.share)}
+	resp := &wire.DecideResponse{BackgroundReserve: float32(a.share), BackgroundShortMs: float32(a.shortMs)}
 	for _, t := range tasks {
 		resp.Decisions = append(resp.Decisions, &wire.Decision{Id: t.GetId(), Priority: 0})
 	}
@@ -156,10 +156,13 @@ func (a reserveAsking) ReportOutcomes(_ context.Context, outs []*wire.Outcome) (
 func (a reserveAsking) BackgroundReserve() (float64, bool) {
 	return wire.ReserveShare(float32(a.share))
 }
+func (a reserveAsking) BackgroundShortMs() float64 { return wire.ShortMs(float32(a.shortMs)) }
 
 // The executor honours the reserve its agent sends: with 4 workers, every
 // task in the background and a long queue, at most 4 − 2 run at once when
-// the agent asks for half, 4 − 1 when it asks for the calm quarter.
+// the agent asks for half, 4 − 1 when it asks for the calm quarter, and
+// 4 − 1 under the half when every task is under the short limit sent with
+// it (none is under 1 ms).
 func TestAgentRunKeepsTheAgentsReserve(t *testing.T) {
 	sc, err := train.ParseScenario([]byte(`{"name":"e2e-agent-reserve","seed":3,"duration_s":2,"workers":4,
 	 "arrival":{"process":"poisson","rate_per_s":150},
@@ -168,15 +171,19 @@ func TestAgentRunKeepsTheAgentsReserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		share float64
-		most  int
-	}{{policy.ContendedReserve, 2}, {policy.CalmReserve, 3}} {
-		res, err := Run(context.Background(), Config{Scenario: sc, TimeScale: 1, Agent: reserveAsking{c.share}})
+		share, shortMs float64
+		most           int
+	}{{policy.ContendedReserve, 0, 2}, {policy.CalmReserve, 0, 3}, {policy.ContendedReserve, 1_000, 3}, {policy.ContendedReserve, 1, 2}} {
+		res, err := Run(context.Background(), Config{Scenario: sc, TimeScale: 1, Agent: reserveAsking{c.share, c.shortMs}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := train.MostAtOnce(res.Outcomes, 0); got != c.most {
-			t.Errorf("agent asking for %v: at most %d background tasks at once, want %d", c.share, got, c.most)
+			t.Errorf("agent asking for %v, short under %v ms: at most %d background tasks at once, want %d", c.share, c.shortMs, got, c.most)
+		}
+		// Only the short limit starts a task past the half, and it does.
+		if passed := c.share == policy.ContendedReserve && c.most == 3; passed != (res.ShortStarts > 0) {
+			t.Errorf("agent asking for %v, short under %v ms: %d short starts past the half", c.share, c.shortMs, res.ShortStarts)
 		}
 	}
 }

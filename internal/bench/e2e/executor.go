@@ -38,6 +38,10 @@ type Agent interface {
 // the agent's reserve does.
 type ReserveAgent interface {
 	BackgroundReserve() (share float64, ok bool)
+	// BackgroundShortMs is the expected cost up to which a background
+	// task may start while the reserve holds more than the calm quarter
+	// (policy.Hold.ShortMs); 0: none.
+	BackgroundShortMs() float64
 }
 
 // Config configures one run; the zero value of each field means its default.
@@ -124,6 +128,10 @@ type Result struct {
 	// outcomes marked train.Outcome.HeldBack, which Metrics.PerPeriod also
 	// splits by the period each task arrived in.
 	HeldBackStarts int
+	// ShortStarts counts the background tasks started on a worker the
+	// agent's reserve held back beyond the calm quarter, let through as
+	// short work (policy.Hold.ShortMs).
+	ShortStarts int
 	// IOWriteMs is the run's I/O unit (Config.IOWriteMs, or measured at
 	// its start when that is 0), and DiskSettle how long the run waited
 	// before it for the disk's writeback to drain (0 for a node without
@@ -404,10 +412,13 @@ func (r *run) next() int {
 	defer r.mu.Unlock()
 	for !r.closed {
 		now := r.simNowMs()
-		reserve := r.currentReserve()
-		if i := r.queue.Pop(now, r.busy, r.sc.Workers, reserve); i >= 0 {
+		hold := r.currentHold()
+		if i := r.queue.Pop(now, r.busy, r.sc.Workers, hold); i >= 0 {
+			if r.outs[i].Level == 0 && r.sc.Workers-r.busy <= policy.ReserveWorkers(hold.Share, r.sc.Workers) {
+				r.res.ShortStarts++ // under r.mu, as every start
+			}
 			r.busy++
-			r.outs[i].HeldBack = reserve > policy.CalmReserve
+			r.outs[i].HeldBack = hold.Share > policy.CalmReserve
 			return i
 		}
 		r.cond.Wait()
@@ -415,16 +426,16 @@ func (r *run) next() int {
 	return -1
 }
 
-// currentReserve is the share of the workers background work leaves free:
-// the agent's latest where it sends one, else the calm quarter (FIFO, the
-// in-process rules, an agent that has sent none yet).
-func (r *run) currentReserve() float64 {
+// currentHold is what background work leaves free: the agent's latest
+// reserve and short limit where it sends them, else the calm quarter for
+// every task (FIFO, the in-process rules, an agent that has sent none yet).
+func (r *run) currentHold() policy.Hold {
 	if ra, ok := r.cfg.Agent.(ReserveAgent); ok {
 		if share, ok := ra.BackgroundReserve(); ok {
-			return share
+			return policy.Hold{Share: share, ShortMs: ra.BackgroundShortMs()}
 		}
 	}
-	return policy.CalmReserve
+	return policy.Hold{Share: policy.CalmReserve}
 }
 
 // finished frees the worker, counts the task's service time (scenario

@@ -1,0 +1,71 @@
+package train
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/triage-agent/triage/policy"
+)
+
+// drainHeld is drain under hold.
+func drainHeld(q *Queue, busy, workers int, hold policy.Hold) []int {
+	var got []int
+	for {
+		i := q.Pop(0, busy, workers, hold)
+		if i < 0 {
+			return got
+		}
+		got = append(got, i)
+	}
+}
+
+// While the half of 4 workers is held and two are free, a background
+// task starts only if it is the next in its level's order and within the
+// short limit; late background work waits (it missed its SLA already) and
+// the foreground goes first as ever. With one free (the calm quarter's)
+// no background task starts at all, short or not.
+func TestShortBackgroundWorkPassesTheHeldHalf(t *testing.T) {
+	hold := policy.Hold{Share: policy.ContendedReserve, ShortMs: 20}
+	tasks := [][3]float64{
+		{0, 200, 15},   // background, short, the earlier deadline
+		{0, 2000, 250}, // background, long
+		{0, 1, 5},      // background, short but late
+		{1, 900, 1},    // foreground
+	}
+	plain, _ := queueOf(false, tasks...)
+	for name, q := range map[string]*Queue{"the rules' order": plain, "adaptive": adaptiveQueueOf(4, 1, tasks...)} {
+		if got := drainHeld(q, 3, 4, hold); !slices.Equal(got, []int{3}) {
+			t.Fatalf("%s: one free, served %v, want the foreground [3]", name, got)
+		}
+		if got := drainHeld(q, 2, 4, hold); !slices.Equal(got, []int{0}) {
+			t.Fatalf("%s: two free under the half, served %v, want the short one [0]", name, got)
+		}
+		// The long task is next now and holds its level: the late short
+		// one does not pass it.
+		if got := drainHeld(q, 2, 4, hold); len(got) != 0 {
+			t.Fatalf("%s: two free, the long task next, served %v, want none", name, got)
+		}
+		if got := drainHeld(q, 1, 4, hold); !slices.Equal(got, []int{1, 2}) {
+			t.Fatalf("%s: three free, served %v, want [1 2]", name, got)
+		}
+	}
+}
+
+// A short task behind a longer one with an earlier deadline waits: the
+// limit lets the level's next task pass, it does not reorder the level.
+func TestShortBackgroundWorkKeepsItsLevelsOrder(t *testing.T) {
+	hold := policy.Hold{Share: policy.ContendedReserve, ShortMs: 20}
+	tasks := [][3]float64{{0, 300, 100}, {0, 400, 5}}
+	plain, _ := queueOf(false, tasks...)
+	for name, q := range map[string]*Queue{"the rules' order": plain, "adaptive": adaptiveQueueOf(4, 1, tasks...)} {
+		if got := drainHeld(q, 2, 4, hold); len(got) != 0 {
+			t.Fatalf("%s: served %v behind a long task, want none", name, got)
+		}
+		if got := drainHeld(q, 2, 4, policy.Hold{Share: policy.ContendedReserve}); len(got) != 0 {
+			t.Fatalf("%s: without a limit served %v, want none", name, got)
+		}
+		if got := drainHeld(q, 0, 4, hold); !slices.Equal(got, []int{0, 1}) {
+			t.Fatalf("%s: every worker free, served %v, want [0 1]", name, got)
+		}
+	}
+}
