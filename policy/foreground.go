@@ -57,16 +57,8 @@ func (f *ForegroundLoad) Add(nowMs float64, level int, expectedMs, slaMs float64
 // Workers is the foreground's load at nowMs: the expected work decided at
 // priorities 1–4 in the window that ends there, over the window's length.
 func (f *ForegroundLoad) Workers(nowMs float64) float64 {
-	if !onClock(nowMs) {
-		return 0
-	}
-	id := int64(nowMs / foregroundBucketMs)
 	sum := 0.0
-	for i, b := range f.ids {
-		if b <= id && b > id-foregroundBuckets {
-			sum += f.sums[i]
-		}
-	}
+	f.inWindow(nowMs, func(slot int) { sum += f.sums[slot] })
 	return sum / ForegroundLoadWindowMs
 }
 
@@ -74,17 +66,27 @@ func (f *ForegroundLoad) Workers(nowMs float64) float64 {
 // priorities 1–4 in the window that ends at nowMs: what the foreground
 // can least afford to wait. 0 while none is known.
 func (f *ForegroundLoad) TightestSLA(nowMs float64) float64 {
+	tightest := 0.0
+	f.inWindow(nowMs, func(slot int) {
+		if sla := f.slas[slot]; sla > 0 && (tightest == 0 || sla < tightest) {
+			tightest = sla
+		}
+	})
+	return tightest
+}
+
+// inWindow calls each with every slot that holds a bucket of the window
+// ending at nowMs; none when nowMs is not on the clock.
+func (f *ForegroundLoad) inWindow(nowMs float64, each func(slot int)) {
 	if !onClock(nowMs) {
-		return 0
+		return
 	}
 	id := int64(nowMs / foregroundBucketMs)
-	tightest := 0.0
 	for i, b := range f.ids {
-		if b <= id && b > id-foregroundBuckets && f.slas[i] > 0 && (tightest == 0 || f.slas[i] < tightest) {
-			tightest = f.slas[i]
+		if b <= id && b > id-foregroundBuckets {
+			each(i)
 		}
 	}
-	return tightest
 }
 
 // onClock is whether t is a time the load can be read at: finite, not

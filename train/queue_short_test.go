@@ -7,7 +7,7 @@ import (
 	"github.com/triage-agent/triage/policy"
 )
 
-// drainHeld is drain under hold.
+// drainHeld pops q under hold until nothing may start, in pop order.
 func drainHeld(q *Queue, busy, workers int, hold policy.Hold) []int {
 	var got []int
 	for {

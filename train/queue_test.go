@@ -20,16 +20,7 @@ func queueOf(keyOrdered bool, tasks ...[3]float64) (*Queue, *[]Outcome) {
 	return q, &out
 }
 
-func drain(q *Queue, busy, workers int) []int {
-	var got []int
-	for {
-		i := q.Pop(0, busy, workers, calmHold)
-		if i < 0 {
-			return got
-		}
-		got = append(got, i)
-	}
-}
+func drain(q *Queue, busy, workers int) []int { return drainHeld(q, busy, workers, calmHold) }
 
 func TestQueueContract(t *testing.T) {
 	q, _ := queueOf(false,
