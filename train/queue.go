@@ -200,6 +200,15 @@ func startGate(busy, workers int, h policy.Hold) gate {
 	return gate{lowest: 1}
 }
 
+// PassedAsShort is whether a task at level, started with busy of workers
+// serving under hold, started only because it was short: a background
+// task with no more than the reserve free (startGate let it through as
+// short work). The executors mark their outcomes with it
+// (Outcome.ShortStart).
+func PassedAsShort(level, busy, workers int, hold policy.Hold) bool {
+	return level == 0 && workers-busy <= policy.ReserveWorkers(hold.Share, workers)
+}
+
 // admits is whether g lets o start, o being the next in order at its
 // level.
 func (g gate) admits(o *Outcome) bool { return o.Level > 0 || o.ExpectedMs <= g.backgroundMs }

@@ -69,3 +69,24 @@ func TestShortBackgroundWorkKeepsItsLevelsOrder(t *testing.T) {
 		}
 	}
 }
+
+// A start counts as short work only in the background and only with no
+// more than the reserve free: where the gate let nothing else through.
+func TestPassedAsShort(t *testing.T) {
+	half := policy.Hold{Share: policy.ContendedReserve, ShortMs: 20}
+	for _, c := range []struct {
+		name                 string
+		level, busy, workers int
+		hold                 policy.Hold
+		want                 bool
+	}{
+		{"background, two of four free under the half", 0, 2, 4, half, true},
+		{"background, three free: over the half", 0, 1, 4, half, false},
+		{"foreground, two free", 3, 2, 4, half, false},
+		{"background, two free under the quarter", 0, 2, 4, calmHold, false},
+	} {
+		if got := PassedAsShort(c.level, c.busy, c.workers, c.hold); got != c.want {
+			t.Errorf("%s: PassedAsShort = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

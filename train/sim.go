@@ -60,6 +60,10 @@ type Outcome struct {
 	// period (PeriodCount.Held), so the simulator and a real run say in
 	// which stretches the policy held workers back.
 	HeldBack bool
+	// ShortStart is whether it started in the background on a worker its
+	// executor's reserve held beyond the calm quarter, let through as short
+	// work (policy.Hold.ShortMs; PassedAsShort).
+	ShortStart bool
 }
 
 // LatencyMs is finish − arrival; for an unfinished task it is the time it
@@ -309,6 +313,7 @@ func (s *simulator) dispatch() {
 		o := &s.out[idx]
 		o.StartMs, o.Started = s.now, true
 		o.HeldBack = s.hold.Share > policy.CalmReserve
+		o.ShortStart = PassedAsShort(o.Level, s.busy(), s.workers, s.hold)
 		if s.cfg.TrackHarm {
 			o.Harm = s.harmOf(o)
 		}

@@ -95,6 +95,9 @@ type Simulated struct {
 	// per period (AgentStats.HeldBackStartsPerPeriod's twin): where the
 	// simulator's node counts as contended beside where the real one did.
 	HeldBackStartsPerPeriod []int `json:"held_back_starts_per_period,omitempty"`
+	// ShortStarts is the simulated agent's background tasks started as
+	// short work on a held worker (AgentStats.ShortStarts's twin).
+	ShortStarts int `json:"short_starts"`
 	// ServiceP50Ms is the simulated agent's median service time (ms) per
 	// period and class (AgentStats.ServiceP50Ms's twin).
 	ServiceP50Ms [][]float64 `json:"service_p50_ms,omitempty"`

@@ -318,6 +318,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if o.HeldBack {
 			r.res.HeldBackStarts++
 		}
+		if o.ShortStart {
+			r.res.ShortStarts++
+		}
 		if !o.Finished {
 			o.FinishMs = math.Max(cutoffMs, o.ArrivalMs)
 			o.Phase = phaseAt(sc, cutoffMs/1000)
@@ -414,9 +417,7 @@ func (r *run) next() int {
 		now := r.simNowMs()
 		hold := r.currentHold()
 		if i := r.queue.Pop(now, r.busy, r.sc.Workers, hold); i >= 0 {
-			if r.outs[i].Level == 0 && r.sc.Workers-r.busy <= policy.ReserveWorkers(hold.Share, r.sc.Workers) {
-				r.res.ShortStarts++ // under r.mu, as every start
-			}
+			r.outs[i].ShortStart = train.PassedAsShort(r.outs[i].Level, r.busy, r.sc.Workers, hold)
 			r.busy++
 			r.outs[i].HeldBack = hold.Share > policy.CalmReserve
 			return i

@@ -147,3 +147,15 @@ func TestHeldBackStartsByPeriod(t *testing.T) {
 		t.Errorf("one period printed %q", s)
 	}
 }
+
+// The twins' short starts go beside the real run's, node by node; without
+// a twin nothing is added.
+func TestSimulatedShortNamesEachNode(t *testing.T) {
+	if got := simulatedShort(nil); got != "" {
+		t.Fatalf("no twin: %q, want nothing", got)
+	}
+	got := simulatedShort([]Simulated{{Node: "committed", ShortStarts: 412}, {Node: "this", ShortStarts: 0}})
+	if want := " (simulated: committed node 412, this node 0)"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
