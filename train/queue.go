@@ -200,13 +200,19 @@ func startGate(busy, workers int, h policy.Hold) gate {
 	return gate{lowest: 1}
 }
 
-// PassedAsShort is whether a task at level, started with busy of workers
+// passedAsShort is whether a task at level, started with busy of workers
 // serving under hold, started only because it was short: a background
-// task with no more than the reserve free (startGate let it through as
-// short work). The executors mark their outcomes with it
-// (Outcome.ShortStart).
-func PassedAsShort(level, busy, workers int, hold policy.Hold) bool {
-	return level == 0 && workers-busy <= policy.ReserveWorkers(hold.Share, workers)
+// task through a gate that lets short background work alone.
+func passedAsShort(level, busy, workers int, hold policy.Hold) bool {
+	return level == 0 && startGate(busy, workers, hold).shortOnly()
+}
+
+// MarkStart marks o, started with busy of workers serving under hold, as
+// the executors count their starts: HeldBack while the reserve held more
+// than the calm quarter, ShortStart when it passed as short work.
+func (o *Outcome) MarkStart(busy, workers int, hold policy.Hold) {
+	o.HeldBack = hold.Share > policy.CalmReserve
+	o.ShortStart = passedAsShort(o.Level, busy, workers, hold)
 }
 
 // admits is whether g lets o start, o being the next in order at its

@@ -85,8 +85,8 @@ func TestPassedAsShort(t *testing.T) {
 		{"foreground, two free", 3, 2, 4, half, false},
 		{"background, two free under the quarter", 0, 2, 4, calmHold, false},
 	} {
-		if got := PassedAsShort(c.level, c.busy, c.workers, c.hold); got != c.want {
-			t.Errorf("%s: PassedAsShort = %v, want %v", c.name, got, c.want)
+		if got := passedAsShort(c.level, c.busy, c.workers, c.hold); got != c.want {
+			t.Errorf("%s: passedAsShort = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

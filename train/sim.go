@@ -62,7 +62,7 @@ type Outcome struct {
 	HeldBack bool
 	// ShortStart is whether it started in the background on a worker its
 	// executor's reserve held beyond the calm quarter, let through as short
-	// work (policy.Hold.ShortMs; PassedAsShort).
+	// work (policy.Hold.ShortMs; MarkStart).
 	ShortStart bool
 }
 
@@ -312,8 +312,7 @@ func (s *simulator) dispatch() {
 		}
 		o := &s.out[idx]
 		o.StartMs, o.Started = s.now, true
-		o.HeldBack = s.hold.Share > policy.CalmReserve
-		o.ShortStart = PassedAsShort(o.Level, s.busy(), s.workers, s.hold)
+		o.MarkStart(s.busy(), s.workers, s.hold)
 		if s.cfg.TrackHarm {
 			o.Harm = s.harmOf(o)
 		}

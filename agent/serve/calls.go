@@ -89,10 +89,10 @@ func (s *Server) decideChecked(ctx context.Context, tasks []*wire.Task) (*wire.D
 	}
 	// The reserve is the latest snapshot's, not the deciding one's: it is
 	// an instruction for the executor now.
-	now := s.backend.State()
+	latest := s.backend.State()
 	return &wire.DecideResponse{
 		Decisions: decisions, Model: model, StateEpoch: epoch,
-		BackgroundReserve: now.GetBackgroundReserve(), BackgroundShortMs: now.GetBackgroundShortMs(),
+		BackgroundReserve: latest.GetBackgroundReserve(), BackgroundShortMs: latest.GetBackgroundShortMs(),
 	}, nil
 }
 

@@ -417,9 +417,8 @@ func (r *run) next() int {
 		now := r.simNowMs()
 		hold := r.currentHold()
 		if i := r.queue.Pop(now, r.busy, r.sc.Workers, hold); i >= 0 {
-			r.outs[i].ShortStart = train.PassedAsShort(r.outs[i].Level, r.busy, r.sc.Workers, hold)
+			r.outs[i].MarkStart(r.busy, r.sc.Workers, hold)
 			r.busy++
-			r.outs[i].HeldBack = hold.Share > policy.CalmReserve
 			return i
 		}
 		r.cond.Wait()
