@@ -80,8 +80,9 @@ func Reserve(s *State, slowdown float64) float64 {
 
 // ReserveWorkers is how many of workers a reserve share holds back:
 // the share rounded down, so a calm node with fewer than four workers
-// holds none back (holding one of two or three would idle too much of
-// it). A share outside [0, 1] or NaN is clamped (NaN reads as calm).
+// holds none back (holding one of two or three from all background work
+// would idle too much of it; Hold.Held holds one from the long work
+// alone). A share outside [0, 1] or NaN is clamped (NaN reads as calm).
 func ReserveWorkers(share float64, workers int) int {
 	if math.IsNaN(share) {
 		share = CalmReserve

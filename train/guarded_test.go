@@ -39,13 +39,15 @@ func sameRun(t *testing.T, what string, a, b []Outcome) {
 }
 
 // asServed is a controller as the agent serves its levels: with the
-// background reserve the agent sends beside every decision, whoever took
+// background reserve and short limit the agent sends beside every decision, whoever took
 // it (policy.Reserve of the node state), and ordered within a level as the
 // executor orders every answer (AdaptiveOrder, the default; the wire
 // carries no key): what a guard that takes every task serves.
 type asServed struct{ Controller }
 
 func (c asServed) Reserve(v *NodeView) float64 { return seenReserve(v, nil) }
+
+func (asServed) ShortBackgroundMs(v *NodeView) float64 { return servedShort(v) }
 
 func (c asServed) Assign(t *Task, v *NodeView) (int, float64, error) {
 	level, _, err := c.Controller.Assign(t, v)

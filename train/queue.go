@@ -152,7 +152,9 @@ func (q *priorityQueue) each(f func(i int)) {
 // BackgroundReserve is how many of a node's workers level 0 (background)
 // leaves free for levels 1–4 on a calm node: one in four
 // (policy.CalmReserve), so none on nodes with fewer than four workers,
-// where holding one back would idle too much of the node. A policy that
+// where holding one back from all background work would idle too much of
+// the node (the long work leaves one while a short limit is given:
+// policy.Hold.Held). A policy that
 // reads the kernel may ask for more while the node is contended
 // (Reserver, policy.Reserve).
 //
@@ -185,16 +187,19 @@ type gate struct {
 }
 
 // startGate is what a free worker may start when busy of the node's
-// workers are serving under hold: any level while more than the reserve
-// (hold.Share) is free; while no more than that is free but more than the
-// calm quarter is, the foreground and, of the background, only the task
-// next in order and only if its expected cost is at most hold.ShortMs
-// (policy.ShortBackgroundMs); else the foreground alone.
+// workers are serving under hold: any level while more workers are free
+// than long background work leaves (policy.Hold.Held: the reserve, at
+// least one of two or more workers while a short limit is given); while
+// no more than that is free but more than short background work leaves
+// (the calm quarter), the foreground and, of the background, only the
+// task next in order and only if its expected cost is at most
+// hold.ShortMs (policy.ShortBackgroundMs); else the foreground alone.
 func startGate(busy, workers int, h policy.Hold) gate {
-	if LowestLevel(busy, workers, policy.ReserveWorkers(h.Share, workers)) == 0 {
+	long, short := h.Held(workers)
+	if LowestLevel(busy, workers, long) == 0 {
 		return gate{lowest: 0, backgroundMs: math.Inf(1)}
 	}
-	if h.ShortMs > 0 && LowestLevel(busy, workers, BackgroundReserve(workers)) == 0 {
+	if h.ShortMs > 0 && LowestLevel(busy, workers, short) == 0 {
 		return gate{lowest: 0, backgroundMs: h.ShortMs}
 	}
 	return gate{lowest: 1}

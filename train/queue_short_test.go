@@ -90,3 +90,34 @@ func TestPassedAsShort(t *testing.T) {
 		}
 	}
 }
+
+// On a node of two workers with one busy, a long background task waits
+// while a short limit is given (the last worker stays for the foreground
+// and short work) and takes the worker without one, as before; a short
+// background task takes it either way.
+func TestLongBackgroundWorkLeavesTheLastOfTwoWorkers(t *testing.T) {
+	limit := policy.Hold{Share: policy.CalmReserve, ShortMs: 20}
+	for name, c := range map[string]struct {
+		task [3]float64
+		hold policy.Hold
+		want []int
+	}{
+		"long, a limit":    {[3]float64{0, 3000, 250}, limit, nil},
+		"long, no limit":   {[3]float64{0, 3000, 250}, calmHold, []int{0}},
+		"short, a limit":   {[3]float64{0, 100, 8}, limit, []int{0}},
+		"short, no limit":  {[3]float64{0, 100, 8}, calmHold, []int{0}},
+		"foreground, long": {[3]float64{2, 3000, 250}, limit, []int{0}},
+	} {
+		plain, _ := queueOf(false, c.task)
+		for order, q := range map[string]*Queue{"the rules' order": plain, "adaptive": adaptiveQueueOf(2, 1, c.task)} {
+			if got := drainHeld(q, 1, 2, c.hold); !slices.Equal(got, c.want) {
+				t.Errorf("%s, %s: one of two busy, served %v, want %v", name, order, got, c.want)
+			}
+		}
+		// Both free: the long task starts whatever the limit.
+		plain, _ = queueOf(false, c.task)
+		if got := drainHeld(plain, 0, 2, c.hold); !slices.Equal(got, []int{0}) {
+			t.Errorf("%s: both free, served %v, want [0]", name, got)
+		}
+	}
+}
