@@ -4,31 +4,31 @@ import "math"
 
 // ShortBackgroundSLAs is how many of the tightest foreground SLAs a
 // background task may be expected to take, stretched by the node's
-// slowdown, and not be held back by the reserve (ShortBackgroundMs).
+// slowdown, and still start on a worker that a contended reserve holds
+// back (ShortBackgroundMs).
 const ShortBackgroundSLAs = 1
 
 // ShortBackgroundMs is the expected cost (ms) up to which a background
-// task is not held back by the reserve at all (Hold.Held):
-// ShortBackgroundSLAs times the tightest SLA of the recent foreground
-// (ForegroundLoad.TightestSLA), over the node's slowdown
+// task may start on a worker the reserve holds back beyond the calm
+// quarter: ShortBackgroundSLAs times the tightest SLA of the recent
+// foreground (ForegroundLoad.TightestSLA), over the node's slowdown
 // (SlowdownWindow.Value; 1 while unknown or under 1). 0, no task, while no
-// foreground SLA is known. An executor holds only the longer background
-// tasks back, by the reserve.
+// foreground SLA is known. An executor holds every background task back
+// by the calm quarter (CalmReserve) as before, and only the longer ones by
+// the rest of the reserve.
 //
 // Why: the reserve holds workers back because a background task on the
 // last free worker makes the urgent tasks that arrive behind it wait for
 // it to finish, under non-preemptive service. A task that ends within the
 // tightest foreground SLA costs them at most that wait, and then only if
 // every other worker is busy; held back, it waits behind the long
-// background tasks on the workers the reserve leaves, so on a node whose
+// background tasks on the workers the half leaves, so on a node whose
 // background mixes 15 ms tasks with 300 ms ones the short work missed its
 // SLA waiting out the long (the shared noisy-neighbour on real workers:
 // its 200 ms class under the rule's 0.84 there). Chosen on generated
 // scenarios and the project's files among 0.5, 1, 1.5, 2 and 4 SLAs and
 // fixed limits of 20, 40 and 80 ms (docs/policy.md, "Short background
-// work past the held workers"); that such work need not leave even the
-// calm quarter free, in the thirty-fifth session (docs/policy.md, "Short
-// background work held by nothing").
+// work past the held workers").
 func ShortBackgroundMs(tightestSLAMs, slowdown float64) float64 {
 	if !knownPositive(tightestSLAMs) {
 		return 0
@@ -43,9 +43,9 @@ func ShortBackgroundMs(tightestSLAMs, slowdown float64) float64 {
 // Hold is what an executor holds back from background work (priority 0):
 // Share of its workers (the reserve, as Reserve and ServedReserve give
 // it), except that a background task expected to cost at most ShortMs
-// (ShortBackgroundMs; 0: none) is not held back at all, and that while
-// ShortMs is given the longer background work leaves at least
-// MinLongHeldWorkers free (Held). The zero value holds nothing back.
+// (ShortBackgroundMs; 0: none) is held back by the calm quarter alone,
+// and that while ShortMs is given the longer background work leaves at
+// least MinLongHeldWorkers free (Held). The zero value holds nothing back.
 type Hold struct {
 	Share   float64
 	ShortMs float64
@@ -59,37 +59,30 @@ const MinLongHeldWorkers = 1
 // Held is how many of workers an executor keeps free of background work
 // under h: long for a task expected to cost more than h.ShortMs, short
 // for one expected to cost at most that. Without a short limit both are
-// the reserve (ReserveWorkers of h.Share). With one, short is none, and
-// long the reserve raised to MinLongHeldWorkers where the node has more
-// workers than that.
+// the reserve (ReserveWorkers of h.Share). With one, short is the calm
+// quarter (or the reserve, if less), and long the reserve raised to
+// MinLongHeldWorkers where the node has more workers than that.
 //
-// Why none for short work: it delays an urgent task behind it by at most
-// the tightest foreground SLA (ShortBackgroundMs), and held back it waits
-// out the long background work on the workers left to it; the thirty-
-// fourth session held it by the calm quarter, and holding it by nothing
-// met more SLAs on every selection set (docs/policy.md, "Short background
-// work held by nothing").
-//
-// Why one at least for long work: ReserveWorkers rounds a share down, so
-// a calm node of two or three workers held none back, and a long
-// background task could take its last free worker: under non-preemptive
-// service every urgent task behind it then waits the long one out (a
-// 2-worker node with a 1 ms class of 10 ms SLA beside 250 ms background
-// work met 0.67 of its SLAs under the shipped model). Holding one back was
-// avoided because it idled that worker; with a short limit it does not
-// idle where there is short work, since the foreground and short
-// background work still take it, and only the long background waits.
-// Chosen on generated scenarios and the project's files against the
-// quarter rounded up and a held worker on three workers only
-// (docs/policy.md, "One worker kept from long background work on small
-// nodes").
+// Why one at least: ReserveWorkers rounds a share down, so a calm node of
+// two or three workers held none back, and a long background task could
+// take its last free worker: under non-preemptive service every urgent
+// task behind it then waits the long one out (a 2-worker node with a
+// 1 ms class of 10 ms SLA beside 250 ms background work met 0.67 of its
+// SLAs under the shipped model). Holding one back was avoided because it
+// idled that worker; with a short limit it does not idle where there is
+// short work, since the foreground and short background work still take
+// it, and only the long background waits. Chosen on generated scenarios
+// and the project's files against the quarter rounded up and a held
+// worker on three workers only (docs/policy.md, "One worker kept from
+// long background work on small nodes").
 func (h Hold) Held(workers int) (long, short int) {
 	long = ReserveWorkers(h.Share, workers)
 	if !(h.ShortMs > 0) {
 		return long, long
 	}
+	short = min(long, ReserveWorkers(CalmReserve, workers))
 	if long < MinLongHeldWorkers && workers > MinLongHeldWorkers {
 		long = MinLongHeldWorkers
 	}
-	return long, 0
+	return long, short
 }

@@ -28,8 +28,8 @@ func TestShortBackgroundMs(t *testing.T) {
 }
 
 // Without a short limit background work leaves the reserve free, short or
-// long; with one, short work leaves nothing and long work the reserve, but
-// at least one worker of two or more.
+// long; with one, short work leaves the calm quarter and long work the
+// reserve, but at least one worker of two or more.
 func TestHoldKeepsAWorkerFromLongBackgroundWork(t *testing.T) {
 	for _, c := range []struct {
 		name              string
@@ -43,8 +43,8 @@ func TestHoldKeepsAWorkerFromLongBackgroundWork(t *testing.T) {
 		{"two workers, contended, a limit", Hold{Share: ContendedReserve, ShortMs: 20}, 2, 1, 0},
 		{"one worker: never held", Hold{Share: CalmReserve, ShortMs: 20}, 1, 0, 0},
 		{"nothing reserved, a limit", Hold{ShortMs: 20}, 2, 1, 0},
-		{"four workers, calm, a limit: the quarter from long work", Hold{Share: CalmReserve, ShortMs: 20}, 4, 1, 0},
-		{"four workers, contended, a limit", Hold{Share: ContendedReserve, ShortMs: 20}, 4, 2, 0},
+		{"four workers, calm, a limit: the quarter", Hold{Share: CalmReserve, ShortMs: 20}, 4, 1, 1},
+		{"four workers, contended, a limit", Hold{Share: ContendedReserve, ShortMs: 20}, 4, 2, 1},
 		{"four workers, contended, no limit", Hold{Share: ContendedReserve}, 4, 2, 2},
 		{"a limit that is not a number", Hold{Share: CalmReserve, ShortMs: math.NaN()}, 2, 0, 0},
 	} {

@@ -189,9 +189,10 @@ type gate struct {
 // startGate is what a free worker may start when busy of the node's
 // workers are serving under hold: any level while more workers are free
 // than long background work leaves (policy.Hold.Held: the reserve, at
-// least one of two or more workers while a short limit is given); else,
-// while a short limit is given, the foreground and, of the background,
-// only the task next in order and only if its expected cost is at most
+// least one of two or more workers while a short limit is given); while
+// no more than that is free but more than short background work leaves
+// (the calm quarter), the foreground and, of the background, only the
+// task next in order and only if its expected cost is at most
 // hold.ShortMs (policy.ShortBackgroundMs); else the foreground alone.
 func startGate(busy, workers int, h policy.Hold) gate {
 	long, short := h.Held(workers)

@@ -61,7 +61,7 @@ type Outcome struct {
 	// which stretches the policy held workers back.
 	HeldBack bool
 	// ShortStart is whether it started in the background on a worker its
-	// executor held back from long background work, let through as short
+	// executor's reserve held beyond the calm quarter, let through as short
 	// work (policy.Hold.ShortMs; MarkStart).
 	ShortStart bool
 }

@@ -15,8 +15,8 @@ func ReserveShare(x float32) (share float64, ok bool) {
 }
 
 // ShortMs reads a background_short_ms field (DecideResponse, NodeState):
-// the expected cost (ms) up to which a background task is not held back
-// by the reserve (policy.Hold.Held). Anything not finite and
+// the expected cost (ms) up to which a background task may start while the
+// reserve holds more than the calm quarter. Anything not finite and
 // positive (0: none may, or an agent from before the field) reads 0, which
 // an executor takes as none.
 func ShortMs(x float32) float64 {

@@ -302,12 +302,11 @@ type DecideResponse struct {
 	// run queue is short; 0 = not sent, an agent from before it).
 	// docs/endpoint.md, "The background reserve".
 	BackgroundReserve float32 `protobuf:"fixed32,5,opt,name=background_reserve,json=backgroundReserve,proto3" json:"background_reserve,omitempty"`
-	// A background task whose cost_ms is at most this many ms is not held
-	// back by background_reserve: it may start on any free worker; longer
-	// background work leaves background_reserve free, and at least one
-	// worker of two or more while this is given. The tightest SLA among
-	// the agent's recent foreground tasks, over the node's slowdown.
-	// 0 = none (or not sent: an agent from before it).
+	// While background_reserve holds more than the calm quarter, a
+	// background task whose cost_ms is at most this many ms may still start
+	// while more than a quarter of the workers are free: the tightest SLA
+	// among the agent's recent foreground tasks, over the node's slowdown.
+	// 0 = none may (or not sent: an agent from before it).
 	// docs/endpoint.md, "The background reserve".
 	BackgroundShortMs float32 `protobuf:"fixed32,6,opt,name=background_short_ms,json=backgroundShortMs,proto3" json:"background_short_ms,omitempty"`
 	unknownFields     protoimpl.UnknownFields

@@ -153,8 +153,8 @@ type AgentStats struct {
 	// the rows of the per-period table) their tasks arrived in, for a
 	// scenario with interference.
 	HeldBackStartsPerPeriod []int `json:"held_back_starts_per_period,omitempty"`
-	// ShortStarts is how many background tasks started on a worker held
-	// back from long background work, as short work (Result.ShortStarts).
+	// ShortStarts is how many background tasks started on a worker the
+	// reserve held beyond the calm quarter, as short work (Result.ShortStarts).
 	ShortStarts int `json:"short_starts"`
 	// ServiceP50Ms is the agent run's median service time (ms of scenario
 	// time, start to finish) per period (tasks by arrival) and class, in

@@ -161,8 +161,8 @@ func (a reserveAsking) BackgroundShortMs() float64 { return wire.ShortMs(float32
 // The executor honours the reserve its agent sends: with 4 workers, every
 // task in the background and a long queue, at most 4 − 2 run at once when
 // the agent asks for half, 4 − 1 when it asks for the calm quarter, and
-// all 4 under the half when every task is under the short limit sent with
-// it (none is under 1 ms): short background work is held by nothing.
+// 4 − 1 under the half when every task is under the short limit sent with
+// it (none is under 1 ms): short background work leaves the quarter.
 func TestAgentRunKeepsTheAgentsReserve(t *testing.T) {
 	sc, err := train.ParseScenario([]byte(`{"name":"e2e-agent-reserve","seed":3,"duration_s":2,"workers":4,
 	 "arrival":{"process":"poisson","rate_per_s":150},
@@ -177,7 +177,7 @@ func TestAgentRunKeepsTheAgentsReserve(t *testing.T) {
 	}{
 		{policy.ContendedReserve, 0, 2, false},
 		{policy.CalmReserve, 0, 3, false},
-		{policy.ContendedReserve, 1_000, 4, true},
+		{policy.ContendedReserve, 1_000, 3, true},
 		{policy.ContendedReserve, 1, 2, false},
 	} {
 		res, err := Run(context.Background(), Config{Scenario: sc, TimeScale: 1, Agent: reserveAsking{c.share, c.shortMs}})

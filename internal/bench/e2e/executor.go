@@ -39,7 +39,8 @@ type Agent interface {
 type ReserveAgent interface {
 	BackgroundReserve() (share float64, ok bool)
 	// BackgroundShortMs is the expected cost up to which a background
-	// task is not held back by the reserve (policy.Hold.ShortMs); 0: none.
+	// task may start while the reserve holds more than the calm quarter
+	// (policy.Hold.ShortMs); 0: none.
 	BackgroundShortMs() float64
 }
 
@@ -127,9 +128,9 @@ type Result struct {
 	// outcomes marked train.Outcome.HeldBack, which Metrics.PerPeriod also
 	// splits by the period each task arrived in.
 	HeldBackStarts int
-	// ShortStarts counts the background tasks started on a worker held
-	// back from long background work, let through as short work
-	// (policy.Hold.ShortMs).
+	// ShortStarts counts the background tasks started on a worker the
+	// agent's reserve held back beyond the calm quarter, let through as
+	// short work (policy.Hold.ShortMs).
 	ShortStarts int
 	// IOWriteMs is the run's I/O unit (Config.IOWriteMs, or measured at
 	// its start when that is 0), and DiskSettle how long the run waited
