@@ -220,6 +220,18 @@ func (o *Outcome) MarkStart(busy, workers int, hold policy.Hold) {
 	o.ShortStart = passedAsShort(o.Level, busy, workers, hold)
 }
 
+// ShortStarts is how many of out started as short work (Outcome.ShortStart):
+// what both executors, the simulator's and bench e2e's, report.
+func ShortStarts(out []Outcome) int {
+	n := 0
+	for i := range out {
+		if out[i].ShortStart {
+			n++
+		}
+	}
+	return n
+}
+
 // admits is whether g lets o start, o being the next in order at its
 // level.
 func (g gate) admits(o *Outcome) bool { return o.Level > 0 || o.ExpectedMs <= g.backgroundMs }

@@ -318,15 +318,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if o.HeldBack {
 			r.res.HeldBackStarts++
 		}
-		if o.ShortStart {
-			r.res.ShortStarts++
-		}
 		if !o.Finished {
 			o.FinishMs = math.Max(cutoffMs, o.ArrivalMs)
 			o.Phase = phaseAt(sc, cutoffMs/1000)
 			o.Reward = train.Reward(o.Phase, o.LatencyMs(), o.SLAMs, false, o.Weight, util)
 		}
 	}
+	r.res.ShortStarts = train.ShortStarts(r.outs)
 	slices.Sort(lat)
 	slices.Sort(r.res.RemoteLatency)
 	r.res.DecideLatency = lat

@@ -107,11 +107,7 @@ func Simulate(sc *train.Scenario, seed int64, model string, rep *Report, nodes [
 			return nil, fmt.Errorf("simulating the agent on the %s node: %w", nd.Name, err)
 		}
 		s.ServiceP50Ms = serviceP50(sc, twin)
-		for i := range twin {
-			if twin[i].ShortStart {
-				s.ShortStarts++
-			}
-		}
+		s.ShortStarts = train.ShortStarts(twin)
 		out = append(out, s)
 	}
 	return out, nil
