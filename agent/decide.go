@@ -252,12 +252,14 @@ func (a *Agent) refreshNode(now time.Time) {
 	n.inputs = a.asm.NodeInputs(&n.signals, now)
 	n.features = a.asm.Features(&n.signals, qlen, now)
 	vec := n.features.Vector()
+	tightest := a.asm.ForegroundSLA(now)
 	n.wire = &wire.NodeState{
 		Epoch: a.epoch.Add(1), UnixNano: now.UnixNano(), Features: vec[:], Sources: n.features.Sources(),
 		RunqP50Us: float32(orZero(n.inputs.RunqP50Us)), RunqP99Us: float32(orZero(n.inputs.RunqP99Us)),
 		QueueLen: uint32(qlen), QueueCap: uint32(a.asm.Workers()), CpuUtil: float32(orZero(n.inputs.CPUUtil)),
 		Node: a.cfg.NodeName, BackgroundReserve: float32(a.reserve(&vec, now)),
-		BackgroundShortMs: float32(policy.ShortBackgroundMs(a.asm.ForegroundSLA(now), a.asm.Slowdown())),
+		BackgroundShortMs:     float32(policy.ShortBackgroundMs(tightest, a.asm.Slowdown())),
+		BackgroundUrgentSlaMs: float32(policy.UrgentBackgroundSLAMs(tightest)),
 	}
 	if a.model != nil {
 		n.wire.Model = a.model.Version()

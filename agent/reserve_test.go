@@ -125,7 +125,9 @@ func stateReserveIs(t *testing.T, ta *testAgent, want float64, what string) {
 // With the reserve the agent sends the short limit (policy.ShortBackgroundMs):
 // the tightest SLA of the last second's foreground over the slowdown, in
 // the node state and in every decide answer; none once no foreground task
-// has been decided for a second.
+// has been decided for a second. The urgent limit beside it
+// (policy.UrgentBackgroundSLAMs) is four times that SLA, whatever the
+// slowdown, and goes with it.
 func TestShortLimitFollowsTheForegroundsTightestSLA(t *testing.T) {
 	ta := foregroundAgent(t, 4)
 	cl := ta.dial(t)
@@ -155,7 +157,14 @@ func TestShortLimitFollowsTheForegroundsTightestSLA(t *testing.T) {
 	if got := cl.BackgroundShortMs(); got != 10 {
 		t.Fatalf("the client keeps %v ms, want 10", got)
 	}
-	waitFor(t, 5*time.Second, "no short limit a second after the last foreground task", func() bool {
-		return ta.State().GetBackgroundShortMs() == 0
+	if got, st := resp.GetBackgroundUrgentSlaMs(), ta.State().GetBackgroundUrgentSlaMs(); got != 80 || st != 80 {
+		t.Fatalf("urgent limit %v ms in the answer, %v ms in the state; want 80 (four times 20 ms)", got, st)
+	}
+	if got := cl.BackgroundUrgentSLAMs(); got != 80 {
+		t.Fatalf("the client keeps an urgent limit of %v ms, want 80", got)
+	}
+	waitFor(t, 5*time.Second, "no short or urgent limit a second after the last foreground task", func() bool {
+		st := ta.State()
+		return st.GetBackgroundShortMs() == 0 && st.GetBackgroundUrgentSlaMs() == 0
 	})
 }

@@ -1,31 +1,43 @@
 package client
 
 import (
-	"math"
 	"sync/atomic"
 
 	"github.com/triage-agent/triage/wire"
 )
 
 // reserveCell holds the latest background reserve the agent sent and the
-// short limit sent with it, as two float32s in one word, so a reader never
-// sees the share of one message beside the limit of another; 0 until one
+// short and urgent limits sent with it, as one value, so a reader never
+// sees the share of one message beside a limit of another; none until one
 // arrives.
-type reserveCell struct{ bits atomic.Uint64 }
+type reserveCell struct{ p atomic.Pointer[reserveSent] }
 
-// offer keeps share and shortMs when share is one an executor may act on
-// (wire.ReserveShare); anything else leaves the pair before. A short limit
-// that is not one (wire.ShortMs) is kept as 0: none.
-func (r *reserveCell) offer(share, shortMs float32) {
-	if _, ok := wire.ReserveShare(share); ok {
-		short := float32(wire.ShortMs(shortMs))
-		r.bits.Store(uint64(math.Float32bits(share))<<32 | uint64(math.Float32bits(short)))
+// reserveSent is one message's background reserve and its limits.
+type reserveSent struct{ share, shortMs, urgentSLAMs float64 }
+
+// offer keeps share, shortMs and urgentSLAMs when share is one an executor
+// may act on (wire.ReserveShare); anything else leaves the three before. A
+// limit that is not one (wire.ShortMs, wire.UrgentSLAMs) is kept as 0:
+// none. The same values as those kept allocate nothing.
+func (r *reserveCell) offer(share, shortMs, urgentSLAMs float32) {
+	s, ok := wire.ReserveShare(share)
+	if !ok {
+		return
 	}
+	next := reserveSent{share: s, shortMs: wire.ShortMs(shortMs), urgentSLAMs: wire.UrgentSLAMs(urgentSLAMs)}
+	if cur := r.p.Load(); cur != nil && *cur == next {
+		return
+	}
+	kept := new(reserveSent) // only a change allocates: next stays on the stack
+	*kept = next
+	r.p.Store(kept)
 }
 
-func (r *reserveCell) load() (share, shortMs float64, ok bool) {
-	b := r.bits.Load()
-	return float64(math.Float32frombits(uint32(b >> 32))), float64(math.Float32frombits(uint32(b))), b != 0
+func (r *reserveCell) load() (reserveSent, bool) {
+	if p := r.p.Load(); p != nil {
+		return *p, true
+	}
+	return reserveSent{}, false
 }
 
 // BackgroundReserve is the share of the executor's workers that
@@ -36,8 +48,8 @@ func (r *reserveCell) load() (share, shortMs float64, ok bool) {
 // (a quarter of the workers is what the agent sends on a calm node). It
 // is never outside (0, 1]. It allocates nothing.
 func (c *Client) BackgroundReserve() (share float64, ok bool) {
-	share, _, ok = c.reserve.load()
-	return share, ok
+	r, ok := c.reserve.load()
+	return r.share, ok
 }
 
 // BackgroundShortMs is the expected cost (ms) up to which a background
@@ -48,6 +60,17 @@ func (c *Client) BackgroundReserve() (share float64, ok bool) {
 // with. 0, none, until the agent has sent one, or from an agent from
 // before it. It allocates nothing.
 func (c *Client) BackgroundShortMs() float64 {
-	_, short, _ := c.reserve.load()
-	return short
+	r, _ := c.reserve.load()
+	return r.shortMs
+}
+
+// BackgroundUrgentSLAMs is the SLA (ms) up to which a background task
+// that can still meet it may start whatever the reserve holds, as
+// foreground work does: the agent sends four times the tightest SLA of its
+// recent foreground (policy.UrgentBackgroundSLAMs), with the reserve it
+// goes with. 0, none, until the agent has sent one, or from an agent from
+// before it. It allocates nothing.
+func (c *Client) BackgroundUrgentSLAMs() float64 {
+	r, _ := c.reserve.load()
+	return r.urgentSLAMs
 }

@@ -54,3 +54,35 @@ func TestHoldKeepsAWorkerFromLongBackgroundWork(t *testing.T) {
 		}
 	}
 }
+
+// The urgent limit is four times the tightest foreground SLA, none while
+// no SLA is known; a background task is urgent under it only with an SLA
+// known and within it.
+func TestUrgentBackgroundSLAMs(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		sla, want float64
+	}{
+		{"a foreground SLA", 20, 80},
+		{"no foreground SLA", 0, 0},
+		{"SLA unknown", math.NaN(), 0},
+		{"SLA infinite", math.Inf(1), 0},
+		{"SLA negative", -5, 0},
+	} {
+		if got := UrgentBackgroundSLAMs(c.sla); got != c.want {
+			t.Errorf("%s: UrgentBackgroundSLAMs(%v) = %v, want %v", c.name, c.sla, got, c.want)
+		}
+	}
+	h := Hold{Share: ContendedReserve, UrgentSLAMs: UrgentBackgroundSLAMs(20)}
+	for _, c := range []struct {
+		sla  float64
+		want bool
+	}{{20, true}, {80, true}, {80.5, false}, {2000, false}, {0, false}, {math.NaN(), false}} {
+		if got := h.Urgent(c.sla); got != c.want {
+			t.Errorf("Urgent(%v) under a limit of 80 ms = %v, want %v", c.sla, got, c.want)
+		}
+	}
+	if (Hold{Share: ContendedReserve}).Urgent(1) {
+		t.Error("a hold without an urgent limit lets a task of 1 ms SLA through")
+	}
+}

@@ -179,11 +179,13 @@ func LowestLevel(busy, workers, reserve int) int {
 	return 1
 }
 
-// gate is what a free worker may start: every level from lowest up, and
-// at level 0 only a task expected to cost at most backgroundMs.
+// gate is what a free worker may start: every level from lowest up, at
+// level 0 only a task expected to cost at most backgroundMs, or one whose
+// SLA is urgent under hold (policy.Hold.Urgent).
 type gate struct {
 	lowest       int
 	backgroundMs float64
+	hold         policy.Hold
 }
 
 // startGate is what a free worker may start when busy of the node's
@@ -193,28 +195,35 @@ type gate struct {
 // no more than that is free but more than short background work leaves
 // (the calm quarter), the foreground and, of the background, only the
 // task next in order and only if its expected cost is at most
-// hold.ShortMs (policy.ShortBackgroundMs); else the foreground alone.
+// hold.ShortMs (policy.ShortBackgroundMs) or its SLA is urgent
+// (policy.UrgentBackgroundSLAMs); else the foreground and, next in order,
+// urgent background work alone. Only work that can still meet its SLA
+// passes as short or urgent: late background work waits for the reserve.
 func startGate(busy, workers int, h policy.Hold) gate {
 	long, short := h.Held(workers)
 	if LowestLevel(busy, workers, long) == 0 {
-		return gate{lowest: 0, backgroundMs: math.Inf(1)}
+		return gate{lowest: 0, backgroundMs: math.Inf(1), hold: h}
 	}
 	if h.ShortMs > 0 && LowestLevel(busy, workers, short) == 0 {
-		return gate{lowest: 0, backgroundMs: h.ShortMs}
+		return gate{lowest: 0, backgroundMs: h.ShortMs, hold: h}
+	}
+	if h.UrgentSLAMs > 0 {
+		return gate{lowest: 0, backgroundMs: math.Inf(-1), hold: h}
 	}
 	return gate{lowest: 1}
 }
 
 // passedAsShort is whether a task at level, started with busy of workers
-// serving under hold, started only because it was short: a background
-// task through a gate that lets short background work alone.
+// serving under hold, started only because it was short or urgent: a
+// background task through a gate that lets such background work alone.
 func passedAsShort(level, busy, workers int, hold policy.Hold) bool {
 	return level == 0 && startGate(busy, workers, hold).shortOnly()
 }
 
 // MarkStart marks o, started with busy of workers serving under hold, as
 // the executors count their starts: HeldBack while the reserve held more
-// than the calm quarter, ShortStart when it passed as short work.
+// than the calm quarter, ShortStart when it passed as short or urgent
+// work.
 func (o *Outcome) MarkStart(busy, workers int, hold policy.Hold) {
 	o.HeldBack = hold.Share > policy.CalmReserve
 	o.ShortStart = passedAsShort(o.Level, busy, workers, hold)
@@ -234,9 +243,11 @@ func ShortStarts(out []Outcome) int {
 
 // admits is whether g lets o start, o being the next in order at its
 // level.
-func (g gate) admits(o *Outcome) bool { return o.Level > 0 || o.ExpectedMs <= g.backgroundMs }
+func (g gate) admits(o *Outcome) bool {
+	return o.Level > 0 || o.ExpectedMs <= g.backgroundMs || g.hold.Urgent(o.SLAMs)
+}
 
-// shortOnly is whether g lets only short background work start.
+// shortOnly is whether g lets only short or urgent background work start.
 func (g gate) shortOnly() bool { return g.lowest == 0 && !math.IsInf(g.backgroundMs, 1) }
 
 // Queue is the executor contract for executors outside the simulator (the

@@ -51,6 +51,36 @@ func TestShortBackgroundWorkPassesTheHeldHalf(t *testing.T) {
 	}
 }
 
+// Background work whose SLA is within the urgent limit starts whatever
+// the reserve holds, even on the last free worker, as the foreground does,
+// but after it and in its level's order; a looser task next in order
+// keeps it waiting, and late work (it cannot meet its SLA) still waits
+// for the reserve.
+func TestUrgentBackgroundWorkPassesEveryHeldWorker(t *testing.T) {
+	hold := policy.Hold{Share: policy.ContendedReserve, UrgentSLAMs: 80}
+	tasks := [][3]float64{
+		{0, 60, 30},   // background, urgent (SLA within 80 ms)
+		{0, 300, 5},   // background, not urgent, the later deadline
+		{0, 70, 100},  // background, urgent SLA but late
+		{1, 900, 100}, // foreground
+	}
+	plain, _ := queueOf(false, tasks...)
+	for name, q := range map[string]*Queue{"the rules' order": plain, "adaptive": adaptiveQueueOf(4, 1, tasks...)} {
+		if got := drainHeld(q, 3, 4, hold); !slices.Equal(got, []int{3, 0}) {
+			t.Fatalf("%s: one free, served %v, want the foreground, then the urgent one [3 0]", name, got)
+		}
+		if got := drainHeld(q, 3, 4, hold); len(got) != 0 {
+			t.Fatalf("%s: one free, the loose task next, served %v, want none", name, got)
+		}
+		if got := drainHeld(q, 3, 4, policy.Hold{Share: policy.ContendedReserve}); len(got) != 0 {
+			t.Fatalf("%s: without an urgent limit served %v, want none", name, got)
+		}
+		if got := drainHeld(q, 1, 4, hold); !slices.Equal(got, []int{1, 2}) {
+			t.Fatalf("%s: three free, served %v, want [1 2]", name, got)
+		}
+	}
+}
+
 // A short task behind a longer one with an earlier deadline waits: the
 // limit lets the level's next task pass, it does not reorder the level.
 func TestShortBackgroundWorkKeepsItsLevelsOrder(t *testing.T) {

@@ -37,9 +37,11 @@ func (p *blindMLP) Reserve(v *NodeView) float64 { return seenReserve(v, policy.K
 func (e explorer) Reserve(v *NodeView) float64 { return seenReserve(v, nil) }
 
 // ShortServer is a Reserver that lets short background work past the
-// contended part of its reserve, as the agent serves it
-// (policy.ShortBackgroundMs): the served policies, not the trainer's, so
-// that `make model` rebuilds the shipped model as it was trained.
+// contended part of its reserve (policy.ShortBackgroundMs), and background
+// work as urgent as the foreground past all of it
+// (policy.UrgentBackgroundSLAMs), as the agent serves it: the served
+// policies, not the trainer's, so that `make model` rebuilds the shipped
+// model as it was trained.
 type ShortServer interface {
 	ShortBackgroundMs(v *NodeView) float64
 }

@@ -61,8 +61,9 @@ type Outcome struct {
 	// which stretches the policy held workers back.
 	HeldBack bool
 	// ShortStart is whether it started in the background on a worker its
-	// executor's reserve held beyond the calm quarter, let through as short
-	// work (policy.Hold.ShortMs; MarkStart).
+	// executor's reserve held, let through as short work (beyond the calm
+	// quarter: policy.Hold.ShortMs) or as urgent work
+	// (policy.Hold.UrgentSLAMs; MarkStart).
 	ShortStart bool
 }
 
@@ -295,6 +296,7 @@ func (s *simulator) arrive(i int, p Policy) error {
 	}
 	if r, ok := p.(ShortServer); ok {
 		s.hold.ShortMs = r.ShortBackgroundMs(&s.view)
+		s.hold.UrgentSLAMs = policy.UrgentBackgroundSLAMs(s.view.ForegroundSLAMs)
 	}
 	s.queue.push(i)
 	s.inFlight[level] += o.ExpectedMs

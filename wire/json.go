@@ -116,6 +116,8 @@ type DecideResponseJSON struct {
 	BackgroundReserve float32 `json:"background_reserve"`
 	// BackgroundShortMs is DecideResponse.background_short_ms.
 	BackgroundShortMs float32 `json:"background_short_ms"`
+	// BackgroundUrgentSLAMs is DecideResponse.background_urgent_sla_ms.
+	BackgroundUrgentSLAMs float32 `json:"background_urgent_sla_ms"`
 }
 
 // OutcomeJSON is one outcome of a /v1/outcomes body.
@@ -153,6 +155,8 @@ type NodeStateJSON struct {
 	BackgroundReserve float32 `json:"background_reserve"`
 	// BackgroundShortMs is NodeState.background_short_ms.
 	BackgroundShortMs float32 `json:"background_short_ms"`
+	// BackgroundUrgentSLAMs is NodeState.background_urgent_sla_ms.
+	BackgroundUrgentSLAMs float32 `json:"background_urgent_sla_ms"`
 }
 
 // ErrorJSON is the body of every 4xx/5xx answer.
@@ -216,5 +220,6 @@ func NodeStateToJSON(s *NodeState) NodeStateJSON {
 		RunqP50Us: s.GetRunqP50Us(), RunqP99Us: s.GetRunqP99Us(), QueueLen: s.GetQueueLen(),
 		QueueCap: s.GetQueueCap(), CPUUtil: s.GetCpuUtil(), Model: s.GetModel(), Node: s.GetNode(),
 		BackgroundReserve: s.GetBackgroundReserve(), BackgroundShortMs: s.GetBackgroundShortMs(),
+		BackgroundUrgentSLAMs: s.GetBackgroundUrgentSlaMs(),
 	}
 }

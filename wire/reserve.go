@@ -19,7 +19,18 @@ func ReserveShare(x float32) (share float64, ok bool) {
 // reserve holds more than the calm quarter. Anything not finite and
 // positive (0: none may, or an agent from before the field) reads 0, which
 // an executor takes as none.
-func ShortMs(x float32) float64 {
+func ShortMs(x float32) float64 { return limitMs(x) }
+
+// UrgentSLAMs reads a background_urgent_sla_ms field (DecideResponse,
+// NodeState): the SLA (ms) up to which a background task that can still
+// meet it may start whatever the reserve holds. Anything not finite and
+// positive (0: none, or an agent from before the field) reads 0, which an
+// executor takes as none.
+func UrgentSLAMs(x float32) float64 { return limitMs(x) }
+
+// limitMs is x where it is a limit an executor may act on (finite and
+// positive), else 0: none.
+func limitMs(x float32) float64 {
 	if !(x > 0) || math.IsInf(float64(x), 1) { // NaN fails the comparison
 		return 0
 	}

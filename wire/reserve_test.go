@@ -22,7 +22,7 @@ func TestReserveShareRefusesWhatAnExecutorMustNotActOn(t *testing.T) {
 	}
 }
 
-func TestShortMsReadsWhatIsNotALimitAsNone(t *testing.T) {
+func TestShortAndUrgentLimitsReadWhatIsNotALimitAsNone(t *testing.T) {
 	for _, c := range []struct {
 		x    float32
 		want float64
@@ -32,6 +32,9 @@ func TestShortMsReadsWhatIsNotALimitAsNone(t *testing.T) {
 	} {
 		if got := ShortMs(c.x); got != c.want {
 			t.Errorf("ShortMs(%v) = %v, want %v", c.x, got, c.want)
+		}
+		if got := UrgentSLAMs(c.x); got != c.want {
+			t.Errorf("UrgentSLAMs(%v) = %v, want %v", c.x, got, c.want)
 		}
 	}
 }

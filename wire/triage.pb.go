@@ -309,8 +309,14 @@ type DecideResponse struct {
 	// 0 = none may (or not sent: an agent from before it).
 	// docs/endpoint.md, "The background reserve".
 	BackgroundShortMs float32 `protobuf:"fixed32,6,opt,name=background_short_ms,json=backgroundShortMs,proto3" json:"background_short_ms,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// A background task whose sla_ms is at most this many ms, and that can
+	// still meet it, may start whatever background_reserve holds, as the
+	// foreground does: four times the tightest SLA among the agent's recent
+	// foreground tasks. 0 = none (or not sent: an agent from before it).
+	// docs/endpoint.md, "The background reserve".
+	BackgroundUrgentSlaMs float32 `protobuf:"fixed32,7,opt,name=background_urgent_sla_ms,json=backgroundUrgentSlaMs,proto3" json:"background_urgent_sla_ms,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *DecideResponse) Reset() {
@@ -381,6 +387,13 @@ func (x *DecideResponse) GetBackgroundReserve() float32 {
 func (x *DecideResponse) GetBackgroundShortMs() float32 {
 	if x != nil {
 		return x.BackgroundShortMs
+	}
+	return 0
+}
+
+func (x *DecideResponse) GetBackgroundUrgentSlaMs() float32 {
+	if x != nil {
+		return x.BackgroundUrgentSlaMs
 	}
 	return 0
 }
@@ -573,22 +586,23 @@ func (x *OutcomeAccepted) GetAccepted() uint32 {
 // NodeState is one snapshot of what the agent knows about its node. It is
 // kept compact so that a full frame fits one QUIC datagram.
 type NodeState struct {
-	state             protoimpl.MessageState `protogen:"open.v1"`
-	Epoch             uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	UnixNano          int64                  `protobuf:"varint,2,opt,name=unix_nano,json=unixNano,proto3" json:"unix_nano,omitempty"`
-	Features          []float32              `protobuf:"fixed32,3,rep,packed,name=features,proto3" json:"features,omitempty"` // node part of the state vector (21 values, triage.state.v3 order; the task's own neutral)
-	Sources           []string               `protobuf:"bytes,4,rep,name=sources,proto3" json:"sources,omitempty"`            // source feeding each feature ("ebpf", "netlink", "procfs", "none", "descriptor", "outcomes", "agent")
-	RunqP50Us         float32                `protobuf:"fixed32,5,opt,name=runq_p50_us,json=runqP50Us,proto3" json:"runq_p50_us,omitempty"`
-	RunqP99Us         float32                `protobuf:"fixed32,6,opt,name=runq_p99_us,json=runqP99Us,proto3" json:"runq_p99_us,omitempty"`
-	QueueLen          uint32                 `protobuf:"varint,7,opt,name=queue_len,json=queueLen,proto3" json:"queue_len,omitempty"`
-	QueueCap          uint32                 `protobuf:"varint,8,opt,name=queue_cap,json=queueCap,proto3" json:"queue_cap,omitempty"` // the executor's worker slots on the node (--workers): queue_len's denominator in feature 0
-	CpuUtil           float32                `protobuf:"fixed32,9,opt,name=cpu_util,json=cpuUtil,proto3" json:"cpu_util,omitempty"`
-	Model             string                 `protobuf:"bytes,10,opt,name=model,proto3" json:"model,omitempty"`
-	Node              string                 `protobuf:"bytes,11,opt,name=node,proto3" json:"node,omitempty"`
-	BackgroundReserve float32                `protobuf:"fixed32,12,opt,name=background_reserve,json=backgroundReserve,proto3" json:"background_reserve,omitempty"`   // as DecideResponse.background_reserve, for this snapshot
-	BackgroundShortMs float32                `protobuf:"fixed32,13,opt,name=background_short_ms,json=backgroundShortMs,proto3" json:"background_short_ms,omitempty"` // as DecideResponse.background_short_ms, for this snapshot
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	Epoch                 uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	UnixNano              int64                  `protobuf:"varint,2,opt,name=unix_nano,json=unixNano,proto3" json:"unix_nano,omitempty"`
+	Features              []float32              `protobuf:"fixed32,3,rep,packed,name=features,proto3" json:"features,omitempty"` // node part of the state vector (21 values, triage.state.v3 order; the task's own neutral)
+	Sources               []string               `protobuf:"bytes,4,rep,name=sources,proto3" json:"sources,omitempty"`            // source feeding each feature ("ebpf", "netlink", "procfs", "none", "descriptor", "outcomes", "agent")
+	RunqP50Us             float32                `protobuf:"fixed32,5,opt,name=runq_p50_us,json=runqP50Us,proto3" json:"runq_p50_us,omitempty"`
+	RunqP99Us             float32                `protobuf:"fixed32,6,opt,name=runq_p99_us,json=runqP99Us,proto3" json:"runq_p99_us,omitempty"`
+	QueueLen              uint32                 `protobuf:"varint,7,opt,name=queue_len,json=queueLen,proto3" json:"queue_len,omitempty"`
+	QueueCap              uint32                 `protobuf:"varint,8,opt,name=queue_cap,json=queueCap,proto3" json:"queue_cap,omitempty"` // the executor's worker slots on the node (--workers): queue_len's denominator in feature 0
+	CpuUtil               float32                `protobuf:"fixed32,9,opt,name=cpu_util,json=cpuUtil,proto3" json:"cpu_util,omitempty"`
+	Model                 string                 `protobuf:"bytes,10,opt,name=model,proto3" json:"model,omitempty"`
+	Node                  string                 `protobuf:"bytes,11,opt,name=node,proto3" json:"node,omitempty"`
+	BackgroundReserve     float32                `protobuf:"fixed32,12,opt,name=background_reserve,json=backgroundReserve,proto3" json:"background_reserve,omitempty"`                 // as DecideResponse.background_reserve, for this snapshot
+	BackgroundShortMs     float32                `protobuf:"fixed32,13,opt,name=background_short_ms,json=backgroundShortMs,proto3" json:"background_short_ms,omitempty"`               // as DecideResponse.background_short_ms, for this snapshot
+	BackgroundUrgentSlaMs float32                `protobuf:"fixed32,14,opt,name=background_urgent_sla_ms,json=backgroundUrgentSlaMs,proto3" json:"background_urgent_sla_ms,omitempty"` // as DecideResponse.background_urgent_sla_ms, for this snapshot
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *NodeState) Reset() {
@@ -708,6 +722,13 @@ func (x *NodeState) GetBackgroundReserve() float32 {
 func (x *NodeState) GetBackgroundShortMs() float32 {
 	if x != nil {
 		return x.BackgroundShortMs
+	}
+	return 0
+}
+
+func (x *NodeState) GetBackgroundUrgentSlaMs() float32 {
+	if x != nil {
+		return x.BackgroundUrgentSlaMs
 	}
 	return 0
 }
@@ -1699,7 +1720,7 @@ const file_triage_proto_rawDesc = "" +
 	"\atask_id\x18\x04 \x01(\tR\x06taskId\"R\n" +
 	"\rDecideRequest\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x12*\n" +
-	"\x05tasks\x18\x02 \x03(\v2\x14.triage.wire.v1.TaskR\x05tasks\"\xf5\x01\n" +
+	"\x05tasks\x18\x02 \x03(\v2\x14.triage.wire.v1.TaskR\x05tasks\"\xae\x02\n" +
 	"\x0eDecideResponse\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x126\n" +
 	"\tdecisions\x18\x02 \x03(\v2\x18.triage.wire.v1.DecisionR\tdecisions\x12\x14\n" +
@@ -1707,7 +1728,8 @@ const file_triage_proto_rawDesc = "" +
 	"\vstate_epoch\x18\x04 \x01(\x04R\n" +
 	"stateEpoch\x12-\n" +
 	"\x12background_reserve\x18\x05 \x01(\x02R\x11backgroundReserve\x12.\n" +
-	"\x13background_short_ms\x18\x06 \x01(\x02R\x11backgroundShortMs\"\x89\x01\n" +
+	"\x13background_short_ms\x18\x06 \x01(\x02R\x11backgroundShortMs\x127\n" +
+	"\x18background_urgent_sla_ms\x18\a \x01(\x02R\x15backgroundUrgentSlaMs\"\x89\x01\n" +
 	"\aOutcome\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\n" +
@@ -1721,7 +1743,7 @@ const file_triage_proto_rawDesc = "" +
 	"\boutcomes\x18\x02 \x03(\v2\x17.triage.wire.v1.OutcomeR\boutcomes\"D\n" +
 	"\x0fOutcomeAccepted\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x12\x1a\n" +
-	"\baccepted\x18\x02 \x01(\rR\baccepted\"\x92\x03\n" +
+	"\baccepted\x18\x02 \x01(\rR\baccepted\"\xcb\x03\n" +
 	"\tNodeState\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1b\n" +
 	"\tunix_nano\x18\x02 \x01(\x03R\bunixNano\x12\x1a\n" +
@@ -1736,7 +1758,8 @@ const file_triage_proto_rawDesc = "" +
 	" \x01(\tR\x05model\x12\x12\n" +
 	"\x04node\x18\v \x01(\tR\x04node\x12-\n" +
 	"\x12background_reserve\x18\f \x01(\x02R\x11backgroundReserve\x12.\n" +
-	"\x13background_short_ms\x18\r \x01(\x02R\x11backgroundShortMs\"\x90\x01\n" +
+	"\x13background_short_ms\x18\r \x01(\x02R\x11backgroundShortMs\x127\n" +
+	"\x18background_urgent_sla_ms\x18\x0e \x01(\x02R\x15backgroundUrgentSlaMs\"\x90\x01\n" +
 	"\tSubscribe\x121\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x1d.triage.wire.v1.SubscribeModeR\x04mode\x12&\n" +
 	"\x0fmin_interval_ms\x18\x02 \x01(\rR\rminIntervalMs\x12(\n" +

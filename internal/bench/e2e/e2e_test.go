@@ -141,10 +141,10 @@ func TestRuleRunKeepsTheReserve(t *testing.T) {
 // on a contended node (the agent's side is TestContendedNodeRaisesTheBackgroundReserve
 // in cmd/triage, with eBPF, QUIC and the model for real); this checks the
 // executor's side of that contract alone.
-type reserveAsking struct{ share, shortMs float64 }
+type reserveAsking struct{ share, shortMs, urgentSLAMs float64 }
 
 func (a reserveAsking) Decide(_ context.Context, tasks []*wire.Task) (*wire.DecideResponse, error) {
-	resp := &wire.DecideResponse{BackgroundReserve: float32(a.share), BackgroundShortMs: float32(a.shortMs)}
+	resp := &wire.DecideResponse{BackgroundReserve: float32(a.share), BackgroundShortMs: float32(a.shortMs), BackgroundUrgentSlaMs: float32(a.urgentSLAMs)}
 	for _, t := range tasks {
 		resp.Decisions = append(resp.Decisions, &wire.Decision{Id: t.GetId(), Priority: 0})
 	}
@@ -157,12 +157,17 @@ func (a reserveAsking) BackgroundReserve() (float64, bool) {
 	return wire.ReserveShare(float32(a.share))
 }
 func (a reserveAsking) BackgroundShortMs() float64 { return wire.ShortMs(float32(a.shortMs)) }
+func (a reserveAsking) BackgroundUrgentSLAMs() float64 {
+	return wire.UrgentSLAMs(float32(a.urgentSLAMs))
+}
 
 // The executor honours the reserve its agent sends: with 4 workers, every
 // task in the background and a long queue, at most 4 − 2 run at once when
 // the agent asks for half, 4 − 1 when it asks for the calm quarter, and
 // 4 − 1 under the half when every task is under the short limit sent with
-// it (none is under 1 ms): short background work leaves the quarter.
+// it (none is under 1 ms): short background work leaves the quarter; and
+// all 4 under the half when every task's SLA (2 s) is within the urgent
+// limit sent with it: urgent background work leaves nothing.
 func TestAgentRunKeepsTheAgentsReserve(t *testing.T) {
 	sc, err := train.ParseScenario([]byte(`{"name":"e2e-agent-reserve","seed":3,"duration_s":2,"workers":4,
 	 "arrival":{"process":"poisson","rate_per_s":150},
@@ -171,25 +176,27 @@ func TestAgentRunKeepsTheAgentsReserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		share, shortMs float64
-		most           int
-		short          bool // whether tasks start as short work past the hold
+		share, shortMs, urgentSLAMs float64
+		most                        int
+		short                       bool // whether tasks start as short or urgent work past the hold
 	}{
-		{policy.ContendedReserve, 0, 2, false},
-		{policy.CalmReserve, 0, 3, false},
-		{policy.ContendedReserve, 1_000, 3, true},
-		{policy.ContendedReserve, 1, 2, false},
+		{policy.ContendedReserve, 0, 0, 2, false},
+		{policy.CalmReserve, 0, 0, 3, false},
+		{policy.ContendedReserve, 1_000, 0, 3, true},
+		{policy.ContendedReserve, 1, 0, 2, false},
+		{policy.ContendedReserve, 0, 2_000, 4, true},
+		{policy.ContendedReserve, 0, 1_999, 2, false},
 	} {
-		res, err := Run(context.Background(), Config{Scenario: sc, TimeScale: 1, Agent: reserveAsking{c.share, c.shortMs}})
+		res, err := Run(context.Background(), Config{Scenario: sc, TimeScale: 1, Agent: reserveAsking{c.share, c.shortMs, c.urgentSLAMs}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := train.MostAtOnce(res.Outcomes, 0); got != c.most {
-			t.Errorf("agent asking for %v, short under %v ms: at most %d background tasks at once, want %d", c.share, c.shortMs, got, c.most)
+			t.Errorf("agent asking for %v, short under %v ms, urgent under %v ms SLA: at most %d background tasks at once, want %d", c.share, c.shortMs, c.urgentSLAMs, got, c.most)
 		}
-		// Only the short limit starts a task past the hold, and it does.
+		// Only the short and urgent limits start a task past the hold, and they do.
 		if c.short != (res.ShortStarts > 0) {
-			t.Errorf("agent asking for %v, short under %v ms: %d short starts past the hold", c.share, c.shortMs, res.ShortStarts)
+			t.Errorf("agent asking for %v, short under %v ms, urgent under %v ms SLA: %d short or urgent starts past the hold", c.share, c.shortMs, c.urgentSLAMs, res.ShortStarts)
 		}
 	}
 }

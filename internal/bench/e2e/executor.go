@@ -42,6 +42,10 @@ type ReserveAgent interface {
 	// task may start while the reserve holds more than the calm quarter
 	// (policy.Hold.ShortMs); 0: none.
 	BackgroundShortMs() float64
+	// BackgroundUrgentSLAMs is the SLA up to which a background task that
+	// can still meet it may start whatever the reserve holds
+	// (policy.Hold.UrgentSLAMs); 0: none.
+	BackgroundUrgentSLAMs() float64
 }
 
 // Config configures one run; the zero value of each field means its default.
@@ -425,12 +429,13 @@ func (r *run) next() int {
 }
 
 // currentHold is what background work leaves free: the agent's latest
-// reserve and short limit where it sends them, else the calm quarter for
-// every task (FIFO, the in-process rules, an agent that has sent none yet).
+// reserve, short and urgent limits where it sends them, else the calm
+// quarter for every task (FIFO, the in-process rules, an agent that has
+// sent none yet).
 func (r *run) currentHold() policy.Hold {
 	if ra, ok := r.cfg.Agent.(ReserveAgent); ok {
 		if share, ok := ra.BackgroundReserve(); ok {
-			return policy.Hold{Share: share, ShortMs: ra.BackgroundShortMs()}
+			return policy.Hold{Share: share, ShortMs: ra.BackgroundShortMs(), UrgentSLAMs: ra.BackgroundUrgentSLAMs()}
 		}
 	}
 	return policy.Hold{Share: policy.CalmReserve}
