@@ -229,7 +229,7 @@ func (o *Outcome) MarkStart(busy, workers int, hold policy.Hold) {
 	o.ShortStart = passedAsShort(o.Level, busy, workers, hold)
 }
 
-// ShortStarts is how many of out started as short work (Outcome.ShortStart):
+// ShortStarts is how many of out started as short or urgent work (Outcome.ShortStart):
 // what both executors, the simulator's and bench e2e's, report.
 func ShortStarts(out []Outcome) int {
 	n := 0

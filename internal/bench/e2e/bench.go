@@ -96,7 +96,7 @@ type Simulated struct {
 	// simulator's node counts as contended beside where the real one did.
 	HeldBackStartsPerPeriod []int `json:"held_back_starts_per_period,omitempty"`
 	// ShortStarts is the simulated agent's background tasks started as
-	// short work on a held worker (AgentStats.ShortStarts's twin).
+	// short or urgent work on a held worker (AgentStats.ShortStarts's twin).
 	ShortStarts int `json:"short_starts"`
 	// ServiceP50Ms is the simulated agent's median service time (ms) per
 	// period and class (AgentStats.ServiceP50Ms's twin).
@@ -154,7 +154,8 @@ type AgentStats struct {
 	// scenario with interference.
 	HeldBackStartsPerPeriod []int `json:"held_back_starts_per_period,omitempty"`
 	// ShortStarts is how many background tasks started on a worker the
-	// reserve held beyond the calm quarter, as short work (Result.ShortStarts).
+	// reserve held, as short work (beyond the calm quarter) or as urgent
+	// work (Result.ShortStarts).
 	ShortStarts int `json:"short_starts"`
 	// ServiceP50Ms is the agent run's median service time (ms of scenario
 	// time, start to finish) per period (tasks by arrival) and class, in

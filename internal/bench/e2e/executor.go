@@ -133,8 +133,8 @@ type Result struct {
 	// splits by the period each task arrived in.
 	HeldBackStarts int
 	// ShortStarts counts the background tasks started on a worker the
-	// agent's reserve held back beyond the calm quarter, let through as
-	// short work (policy.Hold.ShortMs).
+	// agent's reserve held back, let through as short work beyond the calm
+	// quarter (policy.Hold.ShortMs) or as urgent work (policy.Hold.UrgentSLAMs).
 	ShortStarts int
 	// IOWriteMs is the run's I/O unit (Config.IOWriteMs, or measured at
 	// its start when that is 0), and DiskSettle how long the run waited
