@@ -42,29 +42,26 @@ type RunqIOLevel struct {
 // spinners levels the logs are linear in the spinners; past the first or
 // last level, that level's.
 func (c *Calibration) RunqBesideWriters(perCPU, writers, alone float64, p99 bool) float64 {
-	groups := c.runqIOGroups()
-	if len(groups) == 0 || len(groups[0]) < 2 || !(writers > 0) || !finite(perCPU) || !(alone > 0) {
+	first, ok := c.firstRunqIOLevel()
+	if !ok || len(first) < 2 || !(writers > 0) || !finite(perCPU) || !(alone > 0) {
 		return alone // no rows, or rows Validate refuses
 	}
 	at := func(g []RunqIOLevel, w float64) float64 { return runqLogAt(g, w, p99) }
-	first := float64(groups[0][1].Writers)
-	w := max(writers, first) // the rows' value, blended with alone below
-	i := 0
-	for i < len(groups) && groups[i][0].SpinnersPerCPU < perCPU {
-		i++
-	}
+	firstWriters := float64(first[1].Writers)
+	w := max(writers, firstWriters) // the rows' value, blended with alone below
+	below, above := c.runqIOLevelsAround(perCPU)
 	var l float64
 	switch {
-	case i == 0:
-		l = at(groups[0], w)
-	case i == len(groups):
-		l = at(groups[i-1], w)
+	case below == nil:
+		l = at(above, w)
+	case above == nil:
+		l = at(below, w)
 	default:
-		sa, sb := groups[i-1][0].SpinnersPerCPU, groups[i][0].SpinnersPerCPU
-		l = lerp(at(groups[i-1], w), at(groups[i], w), (perCPU-sa)/(sb-sa))
+		sa, sb := below[0].SpinnersPerCPU, above[0].SpinnersPerCPU
+		l = lerp(at(below, w), at(above, w), (perCPU-sa)/(sb-sa))
 	}
-	if writers < first {
-		l = lerp(math.Log(alone), l, writers/first)
+	if writers < firstWriters {
+		l = lerp(math.Log(alone), l, writers/firstWriters)
 	}
 	return math.Exp(l)
 }
@@ -88,18 +85,41 @@ func runqLogAt(g []RunqIOLevel, w float64, p99 bool) float64 {
 	return v(g[len(g)-1])
 }
 
-// runqIOGroups splits the RunqIO rows into their spinners levels, in
-// order (Validate has checked the order).
-func (c *Calibration) runqIOGroups() [][]RunqIOLevel {
-	var out [][]RunqIOLevel
+// runqIOLevels calls yield with each spinners level of the RunqIO rows
+// (its rows, a subslice), in order (Validate has checked the order),
+// until yield returns false. It allocates nothing: the simulator reads the
+// rows at every tick.
+func (c *Calibration) runqIOLevels(yield func(level []RunqIOLevel) bool) {
 	start := 0
 	for i := 1; i <= len(c.RunqIO); i++ {
 		if i == len(c.RunqIO) || c.RunqIO[i].SpinnersPerCPU != c.RunqIO[start].SpinnersPerCPU {
-			out = append(out, c.RunqIO[start:i])
+			if !yield(c.RunqIO[start:i]) {
+				return
+			}
 			start = i
 		}
 	}
-	return out
+}
+
+// firstRunqIOLevel is the RunqIO rows' first spinners level; ok false
+// without rows.
+func (c *Calibration) firstRunqIOLevel() (first []RunqIOLevel, ok bool) {
+	c.runqIOLevels(func(level []RunqIOLevel) bool { first = level; return false })
+	return first, first != nil
+}
+
+// runqIOLevelsAround is the last spinners level under perCPU and the
+// first at or over it; nil for the side that has none.
+func (c *Calibration) runqIOLevelsAround(perCPU float64) (below, above []RunqIOLevel) {
+	c.runqIOLevels(func(level []RunqIOLevel) bool {
+		if level[0].SpinnersPerCPU < perCPU {
+			below = level
+			return true
+		}
+		above = level
+		return false
+	})
+	return below, above
 }
 
 // validateRunqIO checks the RunqIO rows: none, or levels of spinners per
@@ -129,11 +149,14 @@ func (c *Calibration) validateRunqIO() error {
 			return badCal("runq_io[%d]: a spinners level needs a row with writers beside its row without", i)
 		}
 	}
-	groups := c.runqIOGroups()
-	for _, g := range groups[min(1, len(groups)):] {
-		if !slices.EqualFunc(g, groups[0], func(a, b RunqIOLevel) bool { return a.Writers == b.Writers }) {
-			return badCal("runq_io: spinners level %v reads writers unlike level %v: every level takes the same writers", g[0].SpinnersPerCPU, groups[0][0].SpinnersPerCPU)
+	first, _ := c.firstRunqIOLevel()
+	var err error
+	c.runqIOLevels(func(g []RunqIOLevel) bool {
+		if !slices.EqualFunc(g, first, func(a, b RunqIOLevel) bool { return a.Writers == b.Writers }) {
+			err = badCal("runq_io: spinners level %v reads writers unlike level %v: every level takes the same writers", g[0].SpinnersPerCPU, first[0].SpinnersPerCPU)
+			return false
 		}
-	}
-	return nil
+		return true
+	})
+	return err
 }

@@ -51,6 +51,11 @@ func TestRunqBesideWritersInterpolates(t *testing.T) {
 	if got := lone.RunqBesideWriters(1, 4, alone, true); got != alone {
 		t.Errorf("a level without its writers rows: %v, want %v", got, alone)
 	}
+	// The simulator reads the rows at every tick: reading them allocates
+	// nothing.
+	if n := testing.AllocsPerRun(100, func() { c.RunqBesideWriters(1.4, 2, alone, true) }); n != 0 {
+		t.Errorf("RunqBesideWriters allocates %v times a call", n)
+	}
 }
 
 // Rows that cannot be read as factors from a level's row without writers
