@@ -52,6 +52,16 @@ func (c *Client) BackgroundReserve() (share float64, ok bool) {
 	return r.share, ok
 }
 
+// BackgroundHold is the background reserve and both limits of the same
+// message (BackgroundReserve, BackgroundShortMs, BackgroundUrgentSLAMs),
+// read at once: what an executor that honours them reads, so it never
+// acts on the share of one message beside a limit of another. ok is false
+// until the agent has sent one. It allocates nothing.
+func (c *Client) BackgroundHold() (share, shortMs, urgentSLAMs float64, ok bool) {
+	r, ok := c.reserve.load()
+	return r.share, r.shortMs, r.urgentSLAMs, ok
+}
+
 // BackgroundShortMs is the expected cost (ms) up to which a background
 // task may still start while the reserve (BackgroundReserve) holds more
 // than a quarter of the workers, as long as more than a quarter are free:

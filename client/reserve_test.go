@@ -20,6 +20,9 @@ func TestReserveCellKeepsOneMessagesReserveAndLimits(t *testing.T) {
 		if !ok || got != share || c.BackgroundShortMs() != short || c.BackgroundUrgentSLAMs() != urgent {
 			t.Fatalf("%s: reserve %v (%v), short %v, urgent %v; want %v, %v, %v", when, got, ok, c.BackgroundShortMs(), c.BackgroundUrgentSLAMs(), share, short, urgent)
 		}
+		if s, sh, u, ok := c.BackgroundHold(); !ok || s != share || sh != short || u != urgent {
+			t.Fatalf("%s: BackgroundHold %v, %v, %v (%v); want %v, %v, %v", when, s, sh, u, ok, share, short, urgent)
+		}
 	}
 	check("sent 0.5, 10 ms, 80 ms", 0.5, 10, 80)
 	c.reserve.offer(float32(math.NaN()), 5, 20)

@@ -396,6 +396,15 @@ type agentRunStats struct {
 // 50 readings over the default compressed run of 25 s.
 const rssEvery = 500 * time.Millisecond
 
+// The executor finds the client's reserve and table by interface
+// conversion, which falls back to the calm quarter and to calls without a
+// word where the client stops implementing them: checked here at compile
+// time.
+var (
+	_ ReserveAgent = (*client.Client)(nil)
+	_ LocalAgent   = (*client.Client)(nil)
+)
+
 // runAgent runs the arrivals with priorities from the agent process ag,
 // through a client of its own, closed when the run ends.
 func runAgent(ctx context.Context, c BenchConfig, base Config, ag *agentproc.Process) (agentRunStats, error) {

@@ -153,12 +153,9 @@ func (a reserveAsking) Decide(_ context.Context, tasks []*wire.Task) (*wire.Deci
 func (a reserveAsking) ReportOutcomes(_ context.Context, outs []*wire.Outcome) (int, error) {
 	return len(outs), nil
 }
-func (a reserveAsking) BackgroundReserve() (float64, bool) {
-	return wire.ReserveShare(float32(a.share))
-}
-func (a reserveAsking) BackgroundShortMs() float64 { return wire.ShortMs(float32(a.shortMs)) }
-func (a reserveAsking) BackgroundUrgentSLAMs() float64 {
-	return wire.UrgentSLAMs(float32(a.urgentSLAMs))
+func (a reserveAsking) BackgroundHold() (share, shortMs, urgentSLAMs float64, ok bool) {
+	share, ok = wire.ReserveShare(float32(a.share))
+	return share, wire.ShortMs(float32(a.shortMs)), wire.UrgentSLAMs(float32(a.urgentSLAMs)), ok
 }
 
 // The executor honours the reserve its agent sends: with 4 workers, every

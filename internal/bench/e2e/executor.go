@@ -37,15 +37,13 @@ type Agent interface {
 // answers and tables); the executor honours it, as an upstream that adopts
 // the agent's reserve does.
 type ReserveAgent interface {
-	BackgroundReserve() (share float64, ok bool)
-	// BackgroundShortMs is the expected cost up to which a background
-	// task may start while the reserve holds more than the calm quarter
-	// (policy.Hold.ShortMs); 0: none.
-	BackgroundShortMs() float64
-	// BackgroundUrgentSLAMs is the SLA up to which a background task that
-	// can still meet it may start whatever the reserve holds
-	// (policy.Hold.UrgentSLAMs); 0: none.
-	BackgroundUrgentSLAMs() float64
+	// BackgroundHold is the latest reserve share and, from the same
+	// message, the expected cost up to which a background task may start
+	// while the reserve holds more than the calm quarter
+	// (policy.Hold.ShortMs) and the SLA up to which one that can still
+	// meet it may start whatever the reserve holds
+	// (policy.Hold.UrgentSLAMs); 0: none. ok is false until one came.
+	BackgroundHold() (share, shortMs, urgentSLAMs float64, ok bool)
 }
 
 // Config configures one run; the zero value of each field means its default.
@@ -434,8 +432,8 @@ func (r *run) next() int {
 // sent none yet).
 func (r *run) currentHold() policy.Hold {
 	if ra, ok := r.cfg.Agent.(ReserveAgent); ok {
-		if share, ok := ra.BackgroundReserve(); ok {
-			return policy.Hold{Share: share, ShortMs: ra.BackgroundShortMs(), UrgentSLAMs: ra.BackgroundUrgentSLAMs()}
+		if share, short, urgent, ok := ra.BackgroundHold(); ok {
+			return policy.Hold{Share: share, ShortMs: short, UrgentSLAMs: urgent}
 		}
 	}
 	return policy.Hold{Share: policy.CalmReserve}
