@@ -39,9 +39,10 @@ func sameRun(t *testing.T, what string, a, b []Outcome) {
 }
 
 // asServed is a controller as the agent serves its levels: with the
-// background reserve and the short limit the agent sends beside every
-// decision, whoever took it (policy.Reserve of the node state,
-// policy.ShortBackgroundMs), and ordered within a level as the executor
+// background reserve and the short and urgent limits the agent sends
+// beside every decision, whoever took it (policy.Reserve of the node
+// state, policy.ShortBackgroundMs, and policy.UrgentBackgroundSLAMs, which
+// the simulator gives every ShortServer), and ordered within a level as the executor
 // orders every answer (AdaptiveOrder, the default; the wire carries no
 // key): what a guard that takes every task serves.
 type asServed struct{ Controller }
