@@ -90,6 +90,46 @@ func sweepStale(root string) {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
 			continue
 		}
-		_ = os.Remove(d) // fails, harmlessly, while it still holds a process
+		// Its processes die with their starter (Pdeathsig), but one that
+		// is still exiting keeps the cgroup populated, and the kernel
+		// refuses to remove it until the last thread is gone: where
+		// nothing but exiting processes is left, give it the moment
+		// remove allows. One that holds a live process is left alone (its
+		// name could be someone else's).
+		if onlyExiting(d) {
+			_ = (&cgroup{path: d}).remove()
+		}
 	}
+}
+
+// onlyExiting says whether every process the cgroup dir lists is a zombie
+// or gone: a multi-threaded process whose leader has exited is listed
+// (and keeps the cgroup populated) until its other threads have exited
+// too.
+func onlyExiting(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return false
+	}
+	for _, f := range strings.Fields(string(b)) {
+		switch procState(f) {
+		case "", "Z", "X":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// procState is the state letter of /proc/pid/stat ("" if it is gone).
+func procState(pid string) string {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
