@@ -127,12 +127,12 @@ func (q *priorityQueue) pop(now float64, g gate) int {
 
 // popLate serves late work once no level that g lets start has a task
 // that can still make its deadline: the highest non-empty late heap's
-// shortest expected cost, or -1. Late background work never takes a worker
-// the reserve holds for short work only: it has missed its SLA already.
+// shortest expected cost, or -1. Late background work starts only where g
+// lets it (gate.lateBackground): it has missed its SLA already.
 func popLate(late *[policy.NumActions]indexHeap, g gate) int {
 	for l := policy.NumActions - 1; l >= g.lowest; l-- {
 		if late[l].Len() > 0 {
-			if l == 0 && g.shortOnly() {
+			if l == 0 && !g.lateBackground {
 				return -1
 			}
 			return heap.Pop(&late[l]).(int)
@@ -181,11 +181,13 @@ func LowestLevel(busy, workers, reserve int) int {
 
 // gate is what a free worker may start: every level from lowest up, at
 // level 0 only a task expected to cost at most backgroundMs, or one whose
-// SLA is urgent under hold (policy.Hold.Urgent).
+// SLA is urgent under hold (policy.Hold.Urgent), and late level-0 work
+// only if lateBackground (policy.Hold.LateStarts).
 type gate struct {
-	lowest       int
-	backgroundMs float64
-	hold         policy.Hold
+	lowest         int
+	backgroundMs   float64
+	hold           policy.Hold
+	lateBackground bool
 }
 
 // startGate is what a free worker may start when busy of the node's
@@ -198,11 +200,13 @@ type gate struct {
 // hold.ShortMs (policy.ShortBackgroundMs) or its SLA is urgent
 // (policy.UrgentBackgroundSLAMs); else the foreground and, next in order,
 // urgent background work alone. Only work that can still meet its SLA
-// passes as short or urgent: late background work waits for the reserve.
+// passes as short or urgent: late background work waits for the reserve,
+// and while a short limit is given for a nearly idle node
+// (policy.Hold.LateStarts).
 func startGate(busy, workers int, h policy.Hold) gate {
 	long, short := h.Held(workers)
 	if LowestLevel(busy, workers, long) == 0 {
-		return gate{lowest: 0, backgroundMs: math.Inf(1), hold: h}
+		return gate{lowest: 0, backgroundMs: math.Inf(1), hold: h, lateBackground: h.LateStarts(busy, workers)}
 	}
 	if h.ShortMs > 0 && LowestLevel(busy, workers, short) == 0 {
 		return gate{lowest: 0, backgroundMs: h.ShortMs, hold: h}

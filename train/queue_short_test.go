@@ -21,8 +21,8 @@ func drainHeld(q *Queue, busy, workers int, hold policy.Hold) []int {
 
 // While the half of 4 workers is held and two are free, a background
 // task starts only if it is the next in its level's order and within the
-// short limit; late background work waits (it missed its SLA already) and
-// the foreground goes first as ever. With one free (the calm quarter's)
+// short limit; late background work waits (it missed its SLA already) for
+// an idle node, and the foreground goes first as ever. With one free (the calm quarter's)
 // no background task starts at all, short or not.
 func TestShortBackgroundWorkPassesTheHeldHalf(t *testing.T) {
 	hold := policy.Hold{Share: policy.ContendedReserve, ShortMs: 20}
@@ -45,8 +45,13 @@ func TestShortBackgroundWorkPassesTheHeldHalf(t *testing.T) {
 		if got := drainHeld(q, 2, 4, hold); len(got) != 0 {
 			t.Fatalf("%s: two free, the long task next, served %v, want none", name, got)
 		}
-		if got := drainHeld(q, 1, 4, hold); !slices.Equal(got, []int{1, 2}) {
-			t.Fatalf("%s: three free, served %v, want [1 2]", name, got)
+		// Three free: the long one starts; the late one waits for an idle
+		// node while a short limit is given (policy.Hold.LateStarts).
+		if got := drainHeld(q, 1, 4, hold); !slices.Equal(got, []int{1}) {
+			t.Fatalf("%s: three free, served %v, want [1]", name, got)
+		}
+		if got := drainHeld(q, 0, 4, hold); !slices.Equal(got, []int{2}) {
+			t.Fatalf("%s: an idle node, served %v, want the late one [2]", name, got)
 		}
 	}
 }
@@ -148,6 +153,39 @@ func TestLongBackgroundWorkLeavesTheLastOfTwoWorkers(t *testing.T) {
 		plain, _ = queueOf(false, c.task)
 		if got := drainHeld(plain, 0, 2, c.hold); !slices.Equal(got, []int{0}) {
 			t.Errorf("%s: both free, served %v, want [0]", name, got)
+		}
+	}
+}
+
+// Late background work starts only on a nearly idle node while a short
+// limit is given (fewer than a quarter of the workers busy: none of four,
+// at most one of eight), however many workers the reserve leaves it, and
+// as any long background work without one; a feasible background task
+// and the foreground still start beside it.
+func TestLateBackgroundWorkWaitsForALull(t *testing.T) {
+	limit := policy.Hold{Share: policy.CalmReserve, ShortMs: 20}
+	for name, c := range map[string]struct {
+		busy, workers int
+		hold          policy.Hold
+		want          []int
+	}{
+		"a limit, 1 of 4 busy":  {1, 4, limit, []int{2, 1}},
+		"a limit, 0 of 4 busy":  {0, 4, limit, []int{2, 1, 0}},
+		"a limit, 1 of 8 busy":  {1, 8, limit, []int{2, 1, 0}},
+		"a limit, 2 of 8 busy":  {2, 8, limit, []int{2, 1}},
+		"no limit, 2 of 4 busy": {2, 4, calmHold, []int{2, 1, 0}},
+		"no limit, 3 of 4 busy": {3, 4, calmHold, []int{2}},
+	} {
+		tasks := [][3]float64{
+			{0, 1, 300},  // background, late
+			{0, 900, 50}, // background, feasible
+			{3, 40, 2},   // foreground
+		}
+		plain, _ := queueOf(false, tasks...)
+		for order, q := range map[string]*Queue{"the rules' order": plain, "adaptive": adaptiveQueueOf(c.workers, 1, tasks...)} {
+			if got := drainHeld(q, c.busy, c.workers, c.hold); !slices.Equal(got, c.want) {
+				t.Errorf("%s, %s: served %v, want %v", name, order, got, c.want)
+			}
 		}
 	}
 }
