@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -121,20 +120,4 @@ func Block() {
 	for {
 		time.Sleep(time.Hour)
 	}
-}
-
-// State is the state letter of process pid ("R", "S", "Z"...), read from
-// /proc/PID/stat after the command name's closing parenthesis (the name
-// may hold spaces and parentheses); "" when the process is gone or the
-// line cannot be read.
-func State(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) == 0 {
-		return ""
-	}
-	return f[0]
 }

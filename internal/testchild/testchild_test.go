@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/triage-agent/triage/internal/bench/proc"
 )
 
 // roleEnv makes the test binary print its role and wait to be killed.
@@ -45,7 +47,7 @@ func TestChildRunsItsRoleAndDiesOfSIGKILL(t *testing.T) {
 	}
 	// Still waiting, not dead of a deadlock (what select {} gave).
 	time.Sleep(200 * time.Millisecond)
-	if state := State(cmd.Process.Pid); state != "S" {
+	if state := proc.ProcessState(cmd.Process.Pid); state != "S" {
 		t.Fatalf("child 200 ms after its role: state %q, want S (sleeping)", state)
 	}
 	Kill(t, cmd)

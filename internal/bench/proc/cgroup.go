@@ -112,7 +112,11 @@ func onlyExiting(dir string) bool {
 		return false
 	}
 	for _, f := range strings.Fields(string(b)) {
-		switch procState(f) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			return false
+		}
+		switch ProcessState(pid) {
 		case "", "Z", "X":
 		default:
 			return false
@@ -121,9 +125,12 @@ func onlyExiting(dir string) bool {
 	return true
 }
 
-// procState is the state letter of /proc/pid/stat ("" if it is gone).
-func procState(pid string) string {
-	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+// ProcessState is the state letter of process pid ("R", "S", "Z"...),
+// read from /proc/PID/stat after the command name's closing parenthesis
+// (the name may hold spaces and parentheses); "" when the process is gone
+// or the line cannot be read.
+func ProcessState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return ""
 	}

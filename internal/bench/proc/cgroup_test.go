@@ -24,7 +24,7 @@ func TestOnlyExitingSeesLiveAndDeadProcesses(t *testing.T) {
 	}
 	defer func() { _ = zombie.Wait() }()
 	// Not reaped, it turns into a zombie once it has exited.
-	for deadline := time.Now().Add(5 * time.Second); procState(strconv.Itoa(zombie.Process.Pid)) != "Z"; {
+	for deadline := time.Now().Add(5 * time.Second); ProcessState(zombie.Process.Pid) != "Z"; {
 		if time.Now().After(deadline) {
 			t.Fatalf("pid %d never became a zombie", zombie.Process.Pid)
 		}

@@ -3,8 +3,6 @@ package proc
 import (
 	"testing"
 	"time"
-
-	"github.com/triage-agent/triage/internal/testchild"
 )
 
 func selfCPUTime(t *testing.T) time.Duration {
@@ -30,6 +28,6 @@ func TestSpinThreadsBurnsCPU(t *testing.T) {
 }
 
 func alive(pid int) bool {
-	s := testchild.State(pid)
+	s := ProcessState(pid)
 	return s != "" && s != "Z" && s != "X"
 }
