@@ -47,8 +47,9 @@ func ShortBackgroundMs(tightestSLAMs, slowdown float64) float64 {
 // that while ShortMs is given the longer background work leaves at least
 // MinLongHeldWorkers free (Held), and that a background task whose SLA is
 // at most UrgentSLAMs (UrgentBackgroundSLAMs; 0: none) that can still
-// meet it is held back by nothing, as the foreground. The zero value
-// holds nothing back.
+// meet it is held back by nothing, as the foreground, and that while
+// ShortMs is given late background work waits for a nearly idle node
+// (LateStarts). The zero value holds nothing back.
 type Hold struct {
 	Share       float64
 	ShortMs     float64
