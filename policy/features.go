@@ -15,8 +15,8 @@ const (
 
 // Indices of the features of triage.state.v3: FeatureNames, Neutral, State
 // and the agent's per-feature sources are indexed by these, never by bare
-// numbers, so the order is written once. docs/policy.md says what changed
-// from v1 and why.
+// numbers, so the order is written once. docs/policy-history.md says what
+// changed from v1 and why.
 const (
 	FeatQueue        = iota // tasks decided and not finished per worker slot, log-scaled
 	FeatSLA                 // SLA of this task, log-scaled

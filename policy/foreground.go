@@ -128,8 +128,8 @@ const ForegroundHeadroom = 3
 // to the background) the half starves the background, which the policy
 // then cannot rescue without lifting that class beside the urgent one.
 // ServedReserve applies it where the CPUs are not oversubscribed.
-// Chosen on generated scenarios only (docs/policy.md, "A reserve sized to
-// the foreground").
+// Chosen on generated scenarios only (docs/policy-history.md, "A reserve
+// sized to the foreground").
 func SizeReserve(share, foregroundWorkers, slowdown float64, workers int) float64 {
 	if share < ContendedReserve || workers <= 0 || !(foregroundWorkers >= 0) || math.IsInf(foregroundWorkers, 0) {
 		return share

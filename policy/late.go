@@ -27,8 +27,8 @@ const LateBackgroundBusyShare = 0.25
 // runs, in the lulls, and takes no worker from work that can still be
 // saved. Chosen on generated scenarios and the project's files against
 // one, two and three workers beyond the reserve, half the workers busy
-// and an idle node (docs/policy.md, "Late background work waits for a
-// lull").
+// and an idle node (docs/policy-history.md, "Late background work waits
+// for a lull").
 func (h Hold) LateStarts(busy, workers int) bool {
 	long, _ := h.Held(workers)
 	if workers-busy <= long {

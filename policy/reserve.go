@@ -28,8 +28,9 @@ import "math"
 // bench's wall-clock work) gains nothing from being held back and loses
 // its throughput, hence a known slowdown under the line keeps the node
 // calm whatever the kernel says.
-// Chosen on generated scenarios only (docs/policy.md, "The background
-// reserve"); the shared scenarios were reported on, not chosen on.
+// Chosen on generated scenarios only (docs/policy-history.md, "The
+// background reserve"); the shared scenarios were reported on, not
+// chosen on.
 //
 // What the agent sends is ServedReserve (foreground.go): this rule, with a
 // contended half sized down to the foreground it protects where the run

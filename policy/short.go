@@ -27,8 +27,8 @@ const ShortBackgroundSLAs = 1
 // SLA waiting out the long (the shared noisy-neighbour on real workers:
 // its 200 ms class under the rule's 0.84 there). Chosen on generated
 // scenarios and the project's files among 0.5, 1, 1.5, 2 and 4 SLAs and
-// fixed limits of 20, 40 and 80 ms (docs/policy.md, "Short background
-// work past the held workers").
+// fixed limits of 20, 40 and 80 ms (docs/policy-history.md, "Short
+// background work past the held workers").
 func ShortBackgroundMs(tightestSLAMs, slowdown float64) float64 {
 	if !knownPositive(tightestSLAMs) {
 		return 0
@@ -76,8 +76,9 @@ const UrgentBackgroundSLAs = 4
 // On generated scenarios a single class split across levels lost up to 2
 // points to one level for all (gradient2, static-class), and 24 of 300
 // were more than half a point under the guard. Chosen on generated
-// scenarios and the project's files among 1, 2, 4, 8 and 16 SLAs (docs/
-// policy.md, "Background work as urgent as the foreground").
+// scenarios and the project's files among 1, 2, 4, 8 and 16 SLAs
+// (docs/policy-history.md, "Background work as urgent as the
+// foreground").
 func UrgentBackgroundSLAMs(tightestSLAMs float64) float64 {
 	if !knownPositive(tightestSLAMs) {
 		return 0
@@ -113,8 +114,8 @@ const MinLongHeldWorkers = 1
 // short work, since the foreground and short background work still take
 // it, and only the long background waits. Chosen on generated scenarios
 // and the project's files against the quarter rounded up and a held
-// worker on three workers only (docs/policy.md, "One worker kept from
-// long background work on small nodes").
+// worker on three workers only (docs/policy-history.md, "One worker kept
+// from long background work on small nodes").
 func (h Hold) Held(workers int) (long, short int) {
 	long = ReserveWorkers(h.Share, workers)
 	if !(h.ShortMs > 0) {

@@ -26,8 +26,8 @@ const (
 	// work, as shortest first does, without letting short work overtake
 	// the rest of its class. Chosen on generated scenarios and the
 	// project's files over the crowded shortest-first order it replaced
-	// (docs/policy.md, "The order within a level" and "A plan that sets
-	// the longest aside").
+	// (docs/policy-history.md, "The order within a level" and "A plan
+	// that sets the longest aside").
 	AdaptiveOrder AnswerOrder = iota
 	// ShortestFirst serves a level shortest expected cost first: within a
 	// level the shortest first finishes the most tasks under overload
@@ -46,9 +46,9 @@ const (
 // trainerOrder is the order the trainer's episodes, its checkpoint
 // validation and `triage train`'s report serve the network's levels in:
 // the shipped model was trained under DeadlineFirst, and three trainings
-// under ShortestFirst scored lower (docs/policy.md, "The order within a
-// level"), so training keeps it while the agent's executors serve
-// AdaptiveOrder.
+// under ShortestFirst scored lower (docs/policy-history.md, "The order
+// within a level"), so training keeps it while the agent's executors
+// serve AdaptiveOrder.
 const trainerOrder = DeadlineFirst
 
 // ErrBadAnswerOrder reports an order that is not one of the three.

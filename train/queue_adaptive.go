@@ -13,9 +13,9 @@ import (
 // their deadline make a level crowded under AdaptiveOrder, whose plan then
 // counts the level's queue as draining crowdedPlanStretch times slower
 // than its workers alone would drain it. Chosen on generated scenarios and
-// the project's files among 1, 2, 4 and 8 (docs/policy.md, "The order
-// within a level"); asked again for the plan among 2, 4 and 8, it kept
-// the bound ("A plan that sets the longest aside").
+// the project's files among 1, 2, 4 and 8 (docs/policy-history.md, "The
+// order within a level"); asked again for the plan among 2, 4 and 8, it
+// kept the bound ("A plan that sets the longest aside").
 const crowdPerWorker = 4
 
 // planLimit bounds the tasks a plan takes, the earliest deadlines of the
@@ -25,8 +25,8 @@ const crowdPerWorker = 4
 // has a later deadline than every task planned and could only be served
 // after one of them, so the bound changes what the plan sets aside, not
 // whom it may serve: on the selection sets it moved 6 of 192 scenarios, by
-// at most 0.26 points (docs/policy.md, "A plan that sets the longest
-// aside").
+// at most 0.26 points (docs/policy-history.md, "A plan that sets the
+// longest aside").
 const planLimit = 256
 
 // adaptiveQueue is the executor contract of priorityQueue (levels, the

@@ -6,7 +6,7 @@ package train
 // levels, and takes the workers the plan counted on, so the plan sets the
 // longest tasks aside sooner than the workers' speed alone says. Chosen
 // on generated scenarios and the project's files among 1, 1.5, 2, 3, 4 and
-// 6 (docs/policy.md, "A plan that sets the longest aside").
+// 6 (docs/policy-history.md, "A plan that sets the longest aside").
 const crowdedPlanStretch = 4
 
 // levelPlan is the plan that serves one level of an adaptiveQueue, after

@@ -26,7 +26,7 @@ func runBenchE2E(args []string) error {
 	agentBin := fs.String("agent-bin", "", "triage binary to run the agent with (\"\": this one)")
 	concurrency := fs.Int("concurrency", 32, "decide calls in flight at once")
 	decide := fs.String("decide", e2e.DecideLocal, "how the agent run gets priorities: local (from the decision table the agent pushes; tasks it does not answer go to the agent) or remote (a call for every task)")
-	answerOrder := fs.String("answer-order", train.AdaptiveOrder.String(), "how the executor orders the agent's answers within a priority: adaptive (the default: deadline first, the longest set aside where the rest would miss their deadlines, late work counted at the node's slowdown), shortest (expected cost first) or deadline; the in-process rules keep their own (docs/policy.md, \"The order within a level\")")
+	answerOrder := fs.String("answer-order", train.AdaptiveOrder.String(), "how the executor orders the agent's answers within a priority: adaptive (the default: deadline first, the longest set aside where the rest would miss their deadlines, late work counted at the node's slowdown), shortest (expected cost first) or deadline; the in-process rules keep their own (docs/policy.md, \"How the executor serves the answers\")")
 	noEBPF := fs.Bool("no-ebpf", false, "run the agent without eBPF (procfs signals, no profiler)")
 	cpuTime := fs.Bool("cpu-time", false, "count a task's cost as its worker's CPU time instead of wall time (oversubscribed machines then serve slower)")
 	baseline := fs.String("baseline", "reserve-rule", "in-process baselines to run on the same real workers after FIFO, comma-separated, \"all\" or \"none\": "+strings.Join(e2e.BaselineNames, ", "))

@@ -56,7 +56,8 @@ func (r Reason) String() string {
 // members, two), and DefaultController the controller that decides where
 // they do not, or where a state lies outside training. Both were chosen on
 // 60 generated scenarios (seeds 200 and 300) that neither trained the
-// model nor tuned the controllers (docs/policy.md, "Choosing the guard").
+// model nor tuned the controllers (docs/policy-history.md, "Choosing the
+// guard").
 // The agent and `triage eval` share them.
 const (
 	DefaultMinAgreement = 0.6
@@ -96,7 +97,7 @@ type Config struct {
 const DefaultKeepUrgentMs = 50
 
 // DefaultMinAdvantage is the agent's and `triage eval`'s MinAdvantage
-// (docs/policy.md, "The network's margin over its guard").
+// (docs/policy-history.md, "The network's margin over its guard").
 const DefaultMinAdvantage = 0
 
 // DefaultConfig is the agent's default: DefaultMinAgreement, out-of-range
