@@ -21,7 +21,7 @@ const buildMemoryDelay = time.Second
 // buildMemory returns the free heap to the OS shortly after a large
 // symboliser build. Without it the build's garbage stayed resident until
 // the next window's return (a minute by default): 38 to 44 MiB of free
-// heap for 8 s after the start of a bench run (docs/footprint.md,
+// heap for 8 s after the start of a bench run (docs/footprint-history.md,
 // "Transient builds and the kernel's names").
 type buildMemory struct {
 	pending atomic.Bool

@@ -71,8 +71,9 @@ func applyGoMemoryLimit(limit int64) int64 {
 // between threads (futex wake-ups, spinning Ms) and restarts the runtime's
 // monitor at its 20 µs tick. On a 2-CPU node under the e2e load with local
 // decisions, one P cut the agent's CPU while serving from 11.7% to 7.7–8.1%
-// of a core (docs/footprint.md, "One P"); the agent's CPU is taken from the
-// node's own work, which on a saturated node costs SLA attainment.
+// of a core (docs/footprint-history.md, "One P"); the agent's CPU is taken
+// from the node's own work, which on a saturated node costs SLA
+// attainment.
 // What one P gives up: a long model call (a table refresh over every cell)
 // or the symboliser holds the P, so a remote decide may wait behind it.
 const DefaultMaxProcs = 1
@@ -116,9 +117,9 @@ const DefaultMallocArenas = 2
 // refresh ran the model over up to 1,024 cells a call, whose buffers are
 // megabytes, the C heap under the e2e load with local decisions kept
 // 33–38 MB of free chunks beside 8.5 MB in use, and with the threshold
-// fixed 4 MB (docs/footprint.md, "The C heap's free chunks"). The model's
-// calls now stay under it (ModelMaxBatch), so it bounds what else is
-// large: a model load, a caller's own big batch.
+// fixed 4 MB (docs/footprint-history.md, "The C heap's free chunks"). The
+// model's calls now stay under it (ModelMaxBatch), so it bounds what else
+// is large: a model load, a caller's own big batch.
 const DefaultMallocMmapThreshold = 256 << 10
 
 // ModelMaxBatch is the most states the agent passes to one ONNX Runtime
@@ -173,8 +174,8 @@ func MallocSetInEnvironment(environ []string, variable, tunable string) bool {
 // again, as at start (releaseFilePages); what the agent goes on using
 // faults back from the page cache. Once a window (a minute by default) it
 // costs a forced collection and one read of /proc/self/smaps, a few
-// milliseconds (docs/footprint.md, "Returning a window's memory"). It
-// returns the file pages' resident bytes released.
+// milliseconds (docs/footprint-history.md, "Returning a window's
+// memory"). It returns the file pages' resident bytes released.
 func returnFreeMemory() (int64, error) {
 	debug.FreeOSMemory()
 	return releaseFilePages()

@@ -46,7 +46,7 @@ type metrics struct {
 // doubling buckets a p99 anywhere between 80 and 160 µs read the same, on
 // either side of the 100 µs the in-agent decide is held to (issue 15). At
 // √2 a reading is within ±20% of the true quantile, for 33 series instead
-// of 17. docs/footprint.md, "The in-agent tail at a finer grain".
+// of 17. docs/footprint-history.md, "The in-agent tail at a finer grain".
 var decideLatencyBuckets = prometheus.ExponentialBuckets(5e-6, math.Sqrt2, 32)
 
 func newMetrics(a *Agent) *metrics {

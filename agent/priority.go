@@ -14,7 +14,7 @@ import (
 // preempts the executor's workers on a busy node (p99 inside the agent 79
 // against 122-135 us with every task a remote call), but with local
 // decisions the table's refresh preempts them too, which cost the node's
-// work 1.1-1.4 points of SLA attainment (docs/footprint.md, "The
+// work 1.1-1.4 points of SLA attainment (docs/footprint-history.md, "The
 // scheduler's share of the tail"). An operator whose upstreams call for
 // every task sets it.
 const DefaultNice = 0
@@ -72,8 +72,8 @@ const eachThreadListings = 16
 // e2e` (workers on every CPU) 300 us raised SLA attainment 1 to 2 points
 // with every task a remote call and 0.3 to 0.8 with local decisions, for
 // about a point more of a core in the remote case; 100 us served the same
-// and cut the agent's own calls more often (docs/footprint.md, "A shorter
-// slice for the agent's threads").
+// and cut the agent's own calls more often (docs/footprint-history.md, "A
+// shorter slice for the agent's threads").
 const DefaultSchedSlice = 300 * time.Microsecond
 
 // Custom slices are EEVDF's (Linux 6.12 and later): the kernel takes the

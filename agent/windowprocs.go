@@ -19,7 +19,8 @@ import "runtime"
 // what it costs in CPU was +2.2 points of a core over five pairs from one
 // file on the first VM, −0.7 over five others, and +0.03 over four on the
 // second (6.62 against 6.59%), where the agent is at two thirds of the
-// issue's 10% (docs/footprint.md, "A second P while a window runs").
+// issue's 10% (docs/footprint-history.md, "A second P while a window
+// runs").
 const DefaultWindowMaxProcs = 2
 
 // windowProcs raises GOMAXPROCS from base to during for each flame-graph

@@ -89,8 +89,8 @@ func (p *Profiler) loadCopy(spec *ebpf.CollectionSpec) error {
 // with Go's network poller, for CopyReader.Wait. The ring reader's own
 // Read waits in epoll_wait: a system call, which with the agent's one P
 // keeps that P until the runtime's monitor takes it back (20 µs to 10 ms
-// later, docs/footprint.md "The runtime's monitor, kept awake"). A goroutine
-// waiting in the network poller holds neither a P nor a thread.
+// later, docs/footprint-history.md "The runtime's monitor, kept awake"). A
+// goroutine waiting in the network poller holds neither a P nor a thread.
 func pollableRing(m *ebpf.Map) (*os.File, error) {
 	fd, err := unix.FcntlInt(uintptr(m.FD()), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {

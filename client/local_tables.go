@@ -56,7 +56,7 @@ func (l *localDecider) runTables(ctx context.Context) {
 // reaches the client within a third of the bound and the agent wakes no
 // more often for changes than for heartbeats. It was a fifth: every look
 // is a wake-up of the agent, and the agent's CPU is taken from the node's
-// work (docs/footprint.md, "Fewer wake-ups").
+// work (docs/footprint-history.md, "Fewer wake-ups").
 func (l *localDecider) interval() time.Duration {
 	return max(l.c.cfg.MaxStaleness/3, time.Millisecond)
 }

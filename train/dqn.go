@@ -52,8 +52,8 @@ type DQNConfig struct {
 	// task's latency against its SLA above meeting it (0.6 against 0.3 in
 	// the peak phase), which under contention pays for protecting the
 	// tightest class; SLA attainment counts tasks. 0 (the default and the
-	// shipped model's): the reward alone (docs/training.md, "Paying for
-	// the count").
+	// shipped model's): the reward alone (docs/training-history.md,
+	// "Paying for the count").
 	MetBonus float64
 	// MissingSources is, per training episode, the probability that each
 	// kernel-signal source is absent (its features neutral, as on a node
@@ -96,7 +96,7 @@ type DQNConfig struct {
 	// same network's with every kernel feature at its neutral value. Off
 	// (0) by default. Why: the checkpoint with the best margin over the
 	// baselines can be one that does better blind, and whether a model
-	// reads the kernel was a draw between seeds (docs/training.md,
+	// reads the kernel was a draw between seeds (docs/training-history.md,
 	// "Screening a candidate").
 	ValidationKernelWeight float64
 	// AverageDecay is the per-step decay of the exponential moving average

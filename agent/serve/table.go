@@ -90,8 +90,8 @@ func (nc *nativeConn) pushTables(ctx context.Context, str *quic.Stream, sw *wire
 // heartbeat (the same table re-dated, or a queue move within its row) is a
 // delta against that key, which differs from it in a few bytes and whose
 // zstd dictionary is already built: re-keying zstd on every push was most
-// of a push's cost (docs/footprint.md, "Table pushes"). The client reads
-// both as any frame of the stream.
+// of a push's cost (docs/footprint-history.md, "Table pushes"). The client
+// reads both as any frame of the stream.
 func writeTable(fw *wire.FrameWriter, tab *wire.DecisionTable, age time.Duration, changed bool) error {
 	return fw.WriteKeyed(&wire.Envelope{Body: &wire.Envelope_DecisionTable{DecisionTable: withAge(tab, age)}}, changed)
 }

@@ -52,7 +52,7 @@ func arenaLimitExec(n int, environ []string) []string {
 // each burst paid a wake and a few 20 µs ticks: a quarter of the agent's
 // CPU, and the wake sits inside every decision's model call. Kept out of
 // its deep sleep, sysmon backs off to one tick every 10 ms while it finds
-// nothing to retake (docs/footprint.md, "The runtime's monitor").
+// nothing to retake (docs/footprint-history.md, "The runtime's monitor").
 const sysmonTicking = "schedtrace=2147483647"
 
 // sysmonTickExec returns environ with sysmonTicking added to GODEBUG, or
