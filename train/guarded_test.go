@@ -41,8 +41,8 @@ func sameRun(t *testing.T, what string, a, b []Outcome) {
 // asServed is a controller as the agent serves its levels: with the
 // background reserve and the short and urgent limits the agent sends
 // beside every decision, whoever took it (policy.Reserve of the node
-// state, policy.ShortBackgroundMs, policy.UrgentBackgroundSLAMs, which
-// the simulator gives every ShortServer, and policy.CalmCPUs), and ordered within a level as the executor
+// state, policy.ShortBackgroundMs, and policy.UrgentBackgroundSLAMs, which
+// the simulator gives every ShortServer), and ordered within a level as the executor
 // orders every answer (AdaptiveOrder, the default; the wire carries no
 // key): what a guard that takes every task serves.
 type asServed struct{ Controller }
@@ -50,8 +50,6 @@ type asServed struct{ Controller }
 func (c asServed) Reserve(v *NodeView) float64 { return seenReserve(v, nil) }
 
 func (asServed) ShortBackgroundMs(v *NodeView) float64 { return servedShort(v) }
-
-func (asServed) ShortFree(v *NodeView) bool { return servedShortFree(v, nil) }
 
 func (c asServed) Assign(t *Task, v *NodeView) (int, float64, error) {
 	level, _, err := c.Controller.Assign(t, v)

@@ -141,13 +141,10 @@ func TestRuleRunKeepsTheReserve(t *testing.T) {
 // on a contended node (the agent's side is TestContendedNodeRaisesTheBackgroundReserve
 // in cmd/triage, with eBPF, QUIC and the model for real); this checks the
 // executor's side of that contract alone.
-type reserveAsking struct {
-	share, shortMs, urgentSLAMs float64
-	shortFree                   bool
-}
+type reserveAsking struct{ share, shortMs, urgentSLAMs float64 }
 
 func (a reserveAsking) Decide(_ context.Context, tasks []*wire.Task) (*wire.DecideResponse, error) {
-	resp := &wire.DecideResponse{BackgroundReserve: float32(a.share), BackgroundShortMs: float32(a.shortMs), BackgroundUrgentSlaMs: float32(a.urgentSLAMs), BackgroundShortFree: a.shortFree}
+	resp := &wire.DecideResponse{BackgroundReserve: float32(a.share), BackgroundShortMs: float32(a.shortMs), BackgroundUrgentSlaMs: float32(a.urgentSLAMs)}
 	for _, t := range tasks {
 		resp.Decisions = append(resp.Decisions, &wire.Decision{Id: t.GetId(), Priority: 0})
 	}
@@ -156,13 +153,10 @@ func (a reserveAsking) Decide(_ context.Context, tasks []*wire.Task) (*wire.Deci
 func (a reserveAsking) ReportOutcomes(_ context.Context, outs []*wire.Outcome) (int, error) {
 	return len(outs), nil
 }
-func (a reserveAsking) BackgroundHold() (share, shortMs, urgentSLAMs float64, shortFree, ok bool) {
+func (a reserveAsking) BackgroundHold() (share, shortMs, urgentSLAMs float64, ok bool) {
 	share, ok = wire.ReserveShare(float32(a.share))
-	return share, wire.ShortMs(float32(a.shortMs)), wire.UrgentSLAMs(float32(a.urgentSLAMs)), a.shortFree, ok
+	return share, wire.ShortMs(float32(a.shortMs)), wire.UrgentSLAMs(float32(a.urgentSLAMs)), ok
 }
-
-// reserveAsking is what the executor reads an agent's hold through.
-var _ ReserveAgent = reserveAsking{}
 
 // The executor honours the reserve its agent sends: with 4 workers, every
 // task in the background and a long queue, at most 4 − 2 run at once when
@@ -170,9 +164,7 @@ var _ ReserveAgent = reserveAsking{}
 // 4 − 1 under the half when every task is under the short limit sent with
 // it (none is under 1 ms): short background work leaves the quarter; and
 // all 4 under the half when every task's SLA (2 s) is within the urgent
-// limit sent with it: urgent background work leaves nothing; and all 4
-// under the calm quarter when every task is under the short limit and the
-// agent says the CPUs are calm (short work free of the quarter).
+// limit sent with it: urgent background work leaves nothing.
 func TestAgentRunKeepsTheAgentsReserve(t *testing.T) {
 	sc, err := train.ParseScenario([]byte(`{"name":"e2e-agent-reserve","seed":3,"duration_s":2,"workers":4,
 	 "arrival":{"process":"poisson","rate_per_s":150},
@@ -182,20 +174,17 @@ func TestAgentRunKeepsTheAgentsReserve(t *testing.T) {
 	}
 	for _, c := range []struct {
 		share, shortMs, urgentSLAMs float64
-		shortFree                   bool
 		most                        int
 		short                       bool // whether tasks start as short or urgent work past the hold
 	}{
-		{policy.ContendedReserve, 0, 0, false, 2, false},
-		{policy.CalmReserve, 0, 0, false, 3, false},
-		{policy.ContendedReserve, 1_000, 0, false, 3, true},
-		{policy.ContendedReserve, 1, 0, false, 2, false},
-		{policy.ContendedReserve, 0, 2_000, false, 4, true},
-		{policy.ContendedReserve, 0, 1_999, false, 2, false},
-		{policy.CalmReserve, 1_000, 0, true, 4, true},
-		{policy.CalmReserve, 1, 0, true, 3, false},
+		{policy.ContendedReserve, 0, 0, 2, false},
+		{policy.CalmReserve, 0, 0, 3, false},
+		{policy.ContendedReserve, 1_000, 0, 3, true},
+		{policy.ContendedReserve, 1, 0, 2, false},
+		{policy.ContendedReserve, 0, 2_000, 4, true},
+		{policy.ContendedReserve, 0, 1_999, 2, false},
 	} {
-		res, err := Run(context.Background(), Config{Scenario: sc, TimeScale: 1, Agent: reserveAsking{c.share, c.shortMs, c.urgentSLAMs, c.shortFree}})
+		res, err := Run(context.Background(), Config{Scenario: sc, TimeScale: 1, Agent: reserveAsking{c.share, c.shortMs, c.urgentSLAMs}})
 		if err != nil {
 			t.Fatal(err)
 		}
