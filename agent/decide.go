@@ -260,7 +260,6 @@ func (a *Agent) refreshNode(now time.Time) {
 		Node: a.cfg.NodeName, BackgroundReserve: float32(a.reserve(&vec, now)),
 		BackgroundShortMs:     float32(policy.ShortBackgroundMs(tightest, a.asm.Slowdown())),
 		BackgroundUrgentSlaMs: float32(policy.UrgentBackgroundSLAMs(tightest)),
-		BackgroundShortFree:   policy.CalmCPUs(&vec, a.asm.Slowdown()),
 	}
 	if a.model != nil {
 		n.wire.Model = a.model.Version()

@@ -138,7 +138,6 @@ var (
 	descQueueLen    = prometheus.NewDesc("triage_queue_tasks", "Tasks decided and not yet finished (feature 0's numerator).", nil, nil)
 	descReserve     = prometheus.NewDesc("triage_background_reserve", "Share of the upstream's workers that background work (priority 0) should leave free now, as sent with every answer and table: 0.25 calm, 0.5 while recent tasks ran at least 1.25 times their described cost (before any reported a service time: while the run-queue p99 is 1 ms or more), sized down towards 0.25 to three times the foreground's load of the last second where the run-queue p99 is under 1 ms.", nil, nil)
 	descShort       = prometheus.NewDesc("triage_background_short_seconds", "Expected cost (seconds) up to which a background task may still start while the background reserve holds more than a quarter of the workers, as sent with every answer and table: the tightest SLA among the foreground tasks of the last second over the work's slowdown; 0 while none.", nil, nil)
-	descShortFree   = prometheus.NewDesc("triage_background_short_free", "1 while background work within the short limit may start on any free worker, the calm quarter held from longer background work only, as sent with every answer and table: the node is calm and its run-queue p99 is known and under 1 ms; else 0.", nil, nil)
 	descUrgent      = prometheus.NewDesc("triage_background_urgent_sla_seconds", "SLA (seconds) up to which a background task that can still meet it may start whatever the background reserve holds, as the foreground does, as sent with every answer and table: four times the tightest SLA among the foreground tasks of the last second; 0 while none.", nil, nil)
 	descQueueCap    = prometheus.NewDesc("triage_queue_capacity", "Worker slots of the upstream executor on this node (feature 0's denominator).", nil, nil)
 	descReloads     = prometheus.NewDesc("triage_model_swaps_total", "Models hot-swapped in.", nil, nil)
@@ -169,7 +168,7 @@ var (
 
 // agentDescs are the metrics of the other parts' state, which
 // collectMetrics reads at scrape time.
-var agentDescs = []*prometheus.Desc{descProbe, descProbeCPU, descSource, descQueueLen, descReserve, descShort, descShortFree, descUrgent, descQueueCap, descReloads, descReloadErrAt,
+var agentDescs = []*prometheus.Desc{descProbe, descProbeCPU, descSource, descQueueLen, descReserve, descShort, descUrgent, descQueueCap, descReloads, descReloadErrAt,
 	descConns, descRejected, descStreamErr, descDatagrams, descCodecRatio, descExpRecords, descExpBytes, descExpRemoved,
 	descFGWindows, descFGBytes, descFGFallback, descFGCache, descFGKallsyms, descShadowTasks, descShadowAgree, descShadowQDiff, descShadowDrop, descReady, descCgOverflow,
 	descSysCgOver, descSysPIDOver, descSysUntimed}
@@ -201,11 +200,6 @@ func (a *Agent) collectMetrics(ch chan<- prometheus.Metric) {
 		gauge(descReserve, float64(node.wire.GetBackgroundReserve()))
 		gauge(descShort, float64(node.wire.GetBackgroundShortMs())/1000)
 		gauge(descUrgent, float64(node.wire.GetBackgroundUrgentSlaMs())/1000)
-		shortFree := 0.0
-		if node.wire.GetBackgroundShortFree() {
-			shortFree = 1
-		}
-		gauge(descShortFree, shortFree)
 		gauge(descCgOverflow, float64(node.signals.RunQueue.CgroupsOverflow))
 		sys := &node.signals.Syscall
 		gauge(descSysCgOver, float64(sys.CgroupsOverflow))

@@ -281,7 +281,7 @@ func (c *Client) decideRemote(ctx context.Context, tasks []*wire.Task) (*wire.De
 		return nil, fmt.Errorf("%w: %d decisions for %d tasks", wire.ErrMalformed, len(resp.GetDecisions()), len(tasks))
 	}
 	c.remoteTasks.Add(int64(len(tasks)))
-	c.reserve.offer(resp.GetBackgroundReserve(), resp.GetBackgroundShortMs(), resp.GetBackgroundUrgentSlaMs(), resp.GetBackgroundShortFree())
+	c.reserve.offer(resp.GetBackgroundReserve(), resp.GetBackgroundShortMs(), resp.GetBackgroundUrgentSlaMs())
 	if c.local != nil {
 		c.local.remote.Add(int64(len(tasks)))
 	}

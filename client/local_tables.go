@@ -110,7 +110,7 @@ func (l *localDecider) receive(t *wire.DecisionTable, now time.Time) {
 	tb.base = queueCounts{reported: l.reported.Load(), remote: l.remote.Load(), outAcked: l.outAcked.Load()}
 	l.table.Store(tb)
 	st := t.GetState()
-	l.c.reserve.offer(st.GetBackgroundReserve(), st.GetBackgroundShortMs(), st.GetBackgroundUrgentSlaMs(), st.GetBackgroundShortFree())
+	l.c.reserve.offer(st.GetBackgroundReserve(), st.GetBackgroundShortMs(), st.GetBackgroundUrgentSlaMs())
 	l.stats.tables.Add(1)
 	l.stats.unsupported.Store(false)
 }

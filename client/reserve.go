@@ -7,28 +7,24 @@ import (
 )
 
 // reserveCell holds the latest background reserve the agent sent and the
-// short and urgent limits and the short-free verdict sent with it, as one
-// value, so a reader never
+// short and urgent limits sent with it, as one value, so a reader never
 // sees the share of one message beside a limit of another; none until one
 // arrives.
 type reserveCell struct{ p atomic.Pointer[reserveSent] }
 
 // reserveSent is one message's background reserve and its limits.
-type reserveSent struct {
-	share, shortMs, urgentSLAMs float64
-	shortFree                   bool
-}
+type reserveSent struct{ share, shortMs, urgentSLAMs float64 }
 
-// offer keeps share, shortMs, urgentSLAMs and shortFree when share is one
-// an executor may act on (wire.ReserveShare); anything else leaves the
-// four before. A limit that is not one (wire.ShortMs, wire.UrgentSLAMs) is
-// kept as 0: none. The same values as those kept allocate nothing.
-func (r *reserveCell) offer(share, shortMs, urgentSLAMs float32, shortFree bool) {
+// offer keeps share, shortMs and urgentSLAMs when share is one an executor
+// may act on (wire.ReserveShare); anything else leaves the three before. A
+// limit that is not one (wire.ShortMs, wire.UrgentSLAMs) is kept as 0:
+// none. The same values as those kept allocate nothing.
+func (r *reserveCell) offer(share, shortMs, urgentSLAMs float32) {
 	s, ok := wire.ReserveShare(share)
 	if !ok {
 		return
 	}
-	next := reserveSent{share: s, shortMs: wire.ShortMs(shortMs), urgentSLAMs: wire.UrgentSLAMs(urgentSLAMs), shortFree: shortFree}
+	next := reserveSent{share: s, shortMs: wire.ShortMs(shortMs), urgentSLAMs: wire.UrgentSLAMs(urgentSLAMs)}
 	if cur := r.p.Load(); cur != nil && *cur == next {
 		return
 	}
@@ -56,26 +52,14 @@ func (c *Client) BackgroundReserve() (share float64, ok bool) {
 	return r.share, ok
 }
 
-// BackgroundHold is the background reserve, both limits and the
-// short-free verdict of the same message (BackgroundReserve,
-// BackgroundShortMs, BackgroundUrgentSLAMs, BackgroundShortFree), read at
-// once: what an executor that honours them reads, so it never acts on the
-// share of one message beside a limit of another. ok is false until the
-// agent has sent one. It allocates nothing.
-func (c *Client) BackgroundHold() (share, shortMs, urgentSLAMs float64, shortFree, ok bool) {
+// BackgroundHold is the background reserve and both limits of the same
+// message (BackgroundReserve, BackgroundShortMs, BackgroundUrgentSLAMs),
+// read at once: what an executor that honours them reads, so it never
+// acts on the share of one message beside a limit of another. ok is false
+// until the agent has sent one. It allocates nothing.
+func (c *Client) BackgroundHold() (share, shortMs, urgentSLAMs float64, ok bool) {
 	r, ok := c.reserve.load()
-	return r.share, r.shortMs, r.urgentSLAMs, r.shortFree, ok
-}
-
-// BackgroundShortFree is whether background work within
-// BackgroundShortMs may start on any free worker, the calm quarter held
-// from long background work only: the agent sends it where the node is
-// calm and its run-queue p99 is known and short (policy.CalmCPUs). false
-// until the agent has sent one, or from an agent from before it. It
-// allocates nothing.
-func (c *Client) BackgroundShortFree() bool {
-	r, _ := c.reserve.load()
-	return r.shortFree
+	return r.share, r.shortMs, r.urgentSLAMs, ok
 }
 
 // BackgroundShortMs is the expected cost (ms) up to which a background

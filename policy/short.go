@@ -49,14 +49,11 @@ func ShortBackgroundMs(tightestSLAMs, slowdown float64) float64 {
 // at most UrgentSLAMs (UrgentBackgroundSLAMs; 0: none) that can still
 // meet it is held back by nothing, as the foreground, and that while
 // ShortMs is given late background work waits for a nearly idle node
-// (LateStarts), and that while ShortMs is given and ShortFree is set the
-// short background work is held back by nothing (CalmCPUs). The zero
-// value holds nothing back.
+// (LateStarts). The zero value holds nothing back.
 type Hold struct {
 	Share       float64
 	ShortMs     float64
 	UrgentSLAMs float64
-	ShortFree   bool
 }
 
 // UrgentBackgroundSLAs is how many times the tightest foreground SLA a
@@ -104,9 +101,8 @@ const MinLongHeldWorkers = 1
 // under h: long for a task expected to cost more than h.ShortMs, short
 // for one expected to cost at most that. Without a short limit both are
 // the reserve (ReserveWorkers of h.Share). With one, short is the calm
-// quarter (or the reserve, if less), none where h.ShortFree is set, and
-// long the reserve raised to MinLongHeldWorkers where the node has more
-// workers than that.
+// quarter (or the reserve, if less), and long the reserve raised to
+// MinLongHeldWorkers where the node has more workers than that.
 //
 // Why one at least: ReserveWorkers rounds a share down, so a calm node of
 // two or three workers held none back, and a long background task could
@@ -126,9 +122,6 @@ func (h Hold) Held(workers int) (long, short int) {
 		return long, long
 	}
 	short = min(long, ReserveWorkers(CalmReserve, workers))
-	if h.ShortFree {
-		short = 0
-	}
 	if long < MinLongHeldWorkers && workers > MinLongHeldWorkers {
 		long = MinLongHeldWorkers
 	}

@@ -189,36 +189,3 @@ func TestLateBackgroundWorkWaitsForALull(t *testing.T) {
 		}
 	}
 }
-
-// Where the agent says the CPUs are calm (policy.Hold.ShortFree), short
-// background work starts on the last free worker of a calm node, which
-// the calm quarter held before; long background work still leaves the
-// quarter. Without the verdict the last worker stays free of both.
-func TestShortFreeBackgroundWorkTakesTheLastWorker(t *testing.T) {
-	tasks := [][3]float64{
-		{0, 200, 15},   // background, short
-		{0, 2000, 250}, // background, long
-	}
-	for _, free := range []bool{false, true} {
-		hold := policy.Hold{Share: policy.CalmReserve, ShortMs: 20, ShortFree: free}
-		plain, _ := queueOf(false, tasks...)
-		for name, q := range map[string]*Queue{"the rules' order": plain, "adaptive": adaptiveQueueOf(4, 1, tasks...)} {
-			want := []int{}
-			if free {
-				want = []int{0}
-			}
-			if got := drainHeld(q, 3, 4, hold); !slices.Equal(got, want) {
-				t.Fatalf("%s, short free %v: one worker free, served %v, want %v", name, free, got, want)
-			}
-			// Two free: the quarter is kept either way, so what is left
-			// starts, the long task included.
-			rest := []int{1}
-			if !free {
-				rest = []int{0, 1}
-			}
-			if got := drainHeld(q, 2, 4, hold); !slices.Equal(got, rest) {
-				t.Fatalf("%s, short free %v: two free, served %v, want %v", name, free, got, rest)
-			}
-		}
-	}
-}

@@ -39,13 +39,11 @@ func (e explorer) Reserve(v *NodeView) float64 { return seenReserve(v, nil) }
 // ShortServer is a Reserver that lets short background work past the
 // contended part of its reserve (policy.ShortBackgroundMs), and background
 // work as urgent as the foreground past all of it
-// (policy.UrgentBackgroundSLAMs), and short work past the calm quarter
-// where the kernel reads the CPUs calm (policy.CalmCPUs), as the agent
-// serves it: the served policies, not the trainer's, so that `make model`
-// rebuilds the shipped model as it was trained.
+// (policy.UrgentBackgroundSLAMs), as the agent serves it: the served
+// policies, not the trainer's, so that `make model` rebuilds the shipped
+// model as it was trained.
 type ShortServer interface {
 	ShortBackgroundMs(v *NodeView) float64
-	ShortFree(v *NodeView) bool
 }
 
 // ShortBackgroundMs implements ShortServer, as the agent serves it.
@@ -53,20 +51,6 @@ func (p *GuardedPolicy) ShortBackgroundMs(v *NodeView) float64 { return servedSh
 
 // ShortBackgroundMs implements ShortServer, as GuardedPolicy's.
 func (p *DeciderPolicy) ShortBackgroundMs(v *NodeView) float64 { return servedShort(v) }
-
-// ShortFree implements ShortServer: policy.CalmCPUs of the node as the
-// network sees it, so a policy blind to the kernel holds the quarter.
-func (p *GuardedPolicy) ShortFree(v *NodeView) bool { return servedShortFree(v, blindTo(p.Decider)) }
-
-// ShortFree implements ShortServer, as GuardedPolicy's.
-func (p *DeciderPolicy) ShortFree(v *NodeView) bool { return servedShortFree(v, blindTo(p.Decider)) }
-
-// servedShortFree is policy.CalmCPUs of the node as a policy blind to the
-// features off sees it.
-func servedShortFree(v *NodeView, off []int) bool {
-	st := seenState(v, off)
-	return policy.CalmCPUs(&st, v.Slowdown)
-}
 
 // servedShort is the short limit the agent serves: it reads no kernel
 // feature, so a policy blind to them serves the same.

@@ -297,7 +297,6 @@ func (s *simulator) arrive(i int, p Policy) error {
 	if r, ok := p.(ShortServer); ok {
 		s.hold.ShortMs = r.ShortBackgroundMs(&s.view)
 		s.hold.UrgentSLAMs = policy.UrgentBackgroundSLAMs(s.view.ForegroundSLAMs)
-		s.hold.ShortFree = r.ShortFree(&s.view)
 	}
 	s.queue.push(i)
 	s.inFlight[level] += o.ExpectedMs

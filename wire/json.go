@@ -118,8 +118,6 @@ type DecideResponseJSON struct {
 	BackgroundShortMs float32 `json:"background_short_ms"`
 	// BackgroundUrgentSLAMs is DecideResponse.background_urgent_sla_ms.
 	BackgroundUrgentSLAMs float32 `json:"background_urgent_sla_ms"`
-	// BackgroundShortFree is DecideResponse.background_short_free.
-	BackgroundShortFree bool `json:"background_short_free"`
 }
 
 // OutcomeJSON is one outcome of a /v1/outcomes body.
@@ -159,8 +157,6 @@ type NodeStateJSON struct {
 	BackgroundShortMs float32 `json:"background_short_ms"`
 	// BackgroundUrgentSLAMs is NodeState.background_urgent_sla_ms.
 	BackgroundUrgentSLAMs float32 `json:"background_urgent_sla_ms"`
-	// BackgroundShortFree is NodeState.background_short_free.
-	BackgroundShortFree bool `json:"background_short_free"`
 }
 
 // ErrorJSON is the body of every 4xx/5xx answer.
@@ -224,6 +220,6 @@ func NodeStateToJSON(s *NodeState) NodeStateJSON {
 		RunqP50Us: s.GetRunqP50Us(), RunqP99Us: s.GetRunqP99Us(), QueueLen: s.GetQueueLen(),
 		QueueCap: s.GetQueueCap(), CPUUtil: s.GetCpuUtil(), Model: s.GetModel(), Node: s.GetNode(),
 		BackgroundReserve: s.GetBackgroundReserve(), BackgroundShortMs: s.GetBackgroundShortMs(),
-		BackgroundUrgentSLAMs: s.GetBackgroundUrgentSlaMs(), BackgroundShortFree: s.GetBackgroundShortFree(),
+		BackgroundUrgentSLAMs: s.GetBackgroundUrgentSlaMs(),
 	}
 }

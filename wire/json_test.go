@@ -19,8 +19,8 @@ func TestJSONShapes(t *testing.T) {
 	if len(tasks) != 1 || tasks[0].GetId() != 7 || tasks[0].GetSlaMs() != 12.5 || tasks[0].GetTenant() != "x" {
 		t.Fatalf("tasks %v", tasks)
 	}
-	out, _ := json.Marshal(DecideResponseJSON{Decisions: DecisionsToJSON([]*Decision{{Id: 7, Priority: 3, Q: []float32{1, 2, 3, 4, 5}}}), Model: "m", StateEpoch: 2, BackgroundReserve: 0.5, BackgroundShortMs: 20, BackgroundUrgentSLAMs: 80, BackgroundShortFree: true})
-	if string(out) != `{"decisions":[{"id":7,"priority":3,"q":[1,2,3,4,5]}],"model":"m","state_epoch":2,"background_reserve":0.5,"background_short_ms":20,"background_urgent_sla_ms":80,"background_short_free":true}` {
+	out, _ := json.Marshal(DecideResponseJSON{Decisions: DecisionsToJSON([]*Decision{{Id: 7, Priority: 3, Q: []float32{1, 2, 3, 4, 5}}}), Model: "m", StateEpoch: 2, BackgroundReserve: 0.5, BackgroundShortMs: 20, BackgroundUrgentSLAMs: 80})
+	if string(out) != `{"decisions":[{"id":7,"priority":3,"q":[1,2,3,4,5]}],"model":"m","state_epoch":2,"background_reserve":0.5,"background_short_ms":20,"background_urgent_sla_ms":80}` {
 		t.Fatalf("answer %s", out)
 	}
 }

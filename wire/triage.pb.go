@@ -315,16 +315,8 @@ type DecideResponse struct {
 	// foreground tasks. 0 = none (or not sent: an agent from before it).
 	// docs/endpoint.md, "The background reserve".
 	BackgroundUrgentSlaMs float32 `protobuf:"fixed32,7,opt,name=background_urgent_sla_ms,json=backgroundUrgentSlaMs,proto3" json:"background_urgent_sla_ms,omitempty"`
-	// Where true, a background task whose cost_ms is within
-	// background_short_ms may start on any free worker (after the
-	// foreground, in its level's order): the node is calm and its run-queue
-	// p99 is known and under 1 ms, so the calm quarter is held from long
-	// background work only. false = the quarter holds short work too (or not
-	// sent: an agent from before it). docs/endpoint.md, "The background
-	// reserve".
-	BackgroundShortFree bool `protobuf:"varint,8,opt,name=background_short_free,json=backgroundShortFree,proto3" json:"background_short_free,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *DecideResponse) Reset() {
@@ -404,13 +396,6 @@ func (x *DecideResponse) GetBackgroundUrgentSlaMs() float32 {
 		return x.BackgroundUrgentSlaMs
 	}
 	return 0
-}
-
-func (x *DecideResponse) GetBackgroundShortFree() bool {
-	if x != nil {
-		return x.BackgroundShortFree
-	}
-	return false
 }
 
 // Outcome reports how a decided task went; it becomes the reward.
@@ -616,7 +601,6 @@ type NodeState struct {
 	BackgroundReserve     float32                `protobuf:"fixed32,12,opt,name=background_reserve,json=backgroundReserve,proto3" json:"background_reserve,omitempty"`                 // as DecideResponse.background_reserve, for this snapshot
 	BackgroundShortMs     float32                `protobuf:"fixed32,13,opt,name=background_short_ms,json=backgroundShortMs,proto3" json:"background_short_ms,omitempty"`               // as DecideResponse.background_short_ms, for this snapshot
 	BackgroundUrgentSlaMs float32                `protobuf:"fixed32,14,opt,name=background_urgent_sla_ms,json=backgroundUrgentSlaMs,proto3" json:"background_urgent_sla_ms,omitempty"` // as DecideResponse.background_urgent_sla_ms, for this snapshot
-	BackgroundShortFree   bool                   `protobuf:"varint,15,opt,name=background_short_free,json=backgroundShortFree,proto3" json:"background_short_free,omitempty"`          // as DecideResponse.background_short_free, for this snapshot
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -747,13 +731,6 @@ func (x *NodeState) GetBackgroundUrgentSlaMs() float32 {
 		return x.BackgroundUrgentSlaMs
 	}
 	return 0
-}
-
-func (x *NodeState) GetBackgroundShortFree() bool {
-	if x != nil {
-		return x.BackgroundShortFree
-	}
-	return false
 }
 
 type Subscribe struct {
@@ -1743,7 +1720,7 @@ const file_triage_proto_rawDesc = "" +
 	"\atask_id\x18\x04 \x01(\tR\x06taskId\"R\n" +
 	"\rDecideRequest\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x12*\n" +
-	"\x05tasks\x18\x02 \x03(\v2\x14.triage.wire.v1.TaskR\x05tasks\"\xe2\x02\n" +
+	"\x05tasks\x18\x02 \x03(\v2\x14.triage.wire.v1.TaskR\x05tasks\"\xae\x02\n" +
 	"\x0eDecideResponse\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x126\n" +
 	"\tdecisions\x18\x02 \x03(\v2\x18.triage.wire.v1.DecisionR\tdecisions\x12\x14\n" +
@@ -1752,8 +1729,7 @@ const file_triage_proto_rawDesc = "" +
 	"stateEpoch\x12-\n" +
 	"\x12background_reserve\x18\x05 \x01(\x02R\x11backgroundReserve\x12.\n" +
 	"\x13background_short_ms\x18\x06 \x01(\x02R\x11backgroundShortMs\x127\n" +
-	"\x18background_urgent_sla_ms\x18\a \x01(\x02R\x15backgroundUrgentSlaMs\x122\n" +
-	"\x15background_short_free\x18\b \x01(\bR\x13backgroundShortFree\"\x89\x01\n" +
+	"\x18background_urgent_sla_ms\x18\a \x01(\x02R\x15backgroundUrgentSlaMs\"\x89\x01\n" +
 	"\aOutcome\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\n" +
@@ -1767,7 +1743,7 @@ const file_triage_proto_rawDesc = "" +
 	"\boutcomes\x18\x02 \x03(\v2\x17.triage.wire.v1.OutcomeR\boutcomes\"D\n" +
 	"\x0fOutcomeAccepted\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x12\x1a\n" +
-	"\baccepted\x18\x02 \x01(\rR\baccepted\"\xff\x03\n" +
+	"\baccepted\x18\x02 \x01(\rR\baccepted\"\xcb\x03\n" +
 	"\tNodeState\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1b\n" +
 	"\tunix_nano\x18\x02 \x01(\x03R\bunixNano\x12\x1a\n" +
@@ -1783,8 +1759,7 @@ const file_triage_proto_rawDesc = "" +
 	"\x04node\x18\v \x01(\tR\x04node\x12-\n" +
 	"\x12background_reserve\x18\f \x01(\x02R\x11backgroundReserve\x12.\n" +
 	"\x13background_short_ms\x18\r \x01(\x02R\x11backgroundShortMs\x127\n" +
-	"\x18background_urgent_sla_ms\x18\x0e \x01(\x02R\x15backgroundUrgentSlaMs\x122\n" +
-	"\x15background_short_free\x18\x0f \x01(\bR\x13backgroundShortFree\"\x90\x01\n" +
+	"\x18background_urgent_sla_ms\x18\x0e \x01(\x02R\x15backgroundUrgentSlaMs\"\x90\x01\n" +
 	"\tSubscribe\x121\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x1d.triage.wire.v1.SubscribeModeR\x04mode\x12&\n" +
 	"\x0fmin_interval_ms\x18\x02 \x01(\rR\rminIntervalMs\x12(\n" +

@@ -93,7 +93,7 @@ func (s *Server) decideChecked(ctx context.Context, tasks []*wire.Task) (*wire.D
 	return &wire.DecideResponse{
 		Decisions: decisions, Model: model, StateEpoch: epoch,
 		BackgroundReserve: latest.GetBackgroundReserve(), BackgroundShortMs: latest.GetBackgroundShortMs(),
-		BackgroundUrgentSlaMs: latest.GetBackgroundUrgentSlaMs(), BackgroundShortFree: latest.GetBackgroundShortFree(),
+		BackgroundUrgentSlaMs: latest.GetBackgroundUrgentSlaMs(),
 	}, nil
 }
 

@@ -101,7 +101,7 @@ func httpStatus(code wire.Code) int {
 
 func (s *Server) httpDecide(w http.ResponseWriter, r *http.Request) {
 	serveJSONCall(s, w, r, methodDecide, decideInput, s.decideCall, func(resp *wire.DecideResponse) any {
-		return wire.DecideResponseJSON{Decisions: wire.DecisionsToJSON(resp.Decisions), Model: resp.Model, StateEpoch: resp.StateEpoch, BackgroundReserve: resp.BackgroundReserve, BackgroundShortMs: resp.BackgroundShortMs, BackgroundUrgentSLAMs: resp.BackgroundUrgentSlaMs, BackgroundShortFree: resp.BackgroundShortFree}
+		return wire.DecideResponseJSON{Decisions: wire.DecisionsToJSON(resp.Decisions), Model: resp.Model, StateEpoch: resp.StateEpoch, BackgroundReserve: resp.BackgroundReserve, BackgroundShortMs: resp.BackgroundShortMs, BackgroundUrgentSLAMs: resp.BackgroundUrgentSlaMs}
 	})
 }
 

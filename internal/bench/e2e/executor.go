@@ -42,10 +42,8 @@ type ReserveAgent interface {
 	// while the reserve holds more than the calm quarter
 	// (policy.Hold.ShortMs) and the SLA up to which one that can still
 	// meet it may start whatever the reserve holds
-	// (policy.Hold.UrgentSLAMs); 0: none; and whether the short work
-	// passes the calm quarter too (policy.Hold.ShortFree). ok is false
-	// until one came.
-	BackgroundHold() (share, shortMs, urgentSLAMs float64, shortFree, ok bool)
+	// (policy.Hold.UrgentSLAMs); 0: none. ok is false until one came.
+	BackgroundHold() (share, shortMs, urgentSLAMs float64, ok bool)
 }
 
 // Config configures one run; the zero value of each field means its default.
@@ -429,14 +427,13 @@ func (r *run) next() int {
 }
 
 // currentHold is what background work leaves free: the agent's latest
-// reserve, short and urgent limits and short-free verdict where it sends
-// them, else the calm
+// reserve, short and urgent limits where it sends them, else the calm
 // quarter for every task (FIFO, the in-process rules, an agent that has
 // sent none yet).
 func (r *run) currentHold() policy.Hold {
 	if ra, ok := r.cfg.Agent.(ReserveAgent); ok {
-		if share, short, urgent, free, ok := ra.BackgroundHold(); ok {
-			return policy.Hold{Share: share, ShortMs: short, UrgentSLAMs: urgent, ShortFree: free}
+		if share, short, urgent, ok := ra.BackgroundHold(); ok {
+			return policy.Hold{Share: share, ShortMs: short, UrgentSLAMs: urgent}
 		}
 	}
 	return policy.Hold{Share: policy.CalmReserve}
