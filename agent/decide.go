@@ -257,7 +257,7 @@ func (a *Agent) refreshNode(now time.Time) {
 		Epoch: a.epoch.Add(1), UnixNano: now.UnixNano(), Features: vec[:], Sources: n.features.Sources(),
 		RunqP50Us: float32(orZero(n.inputs.RunqP50Us)), RunqP99Us: float32(orZero(n.inputs.RunqP99Us)),
 		QueueLen: uint32(qlen), QueueCap: uint32(a.asm.Workers()), CpuUtil: float32(orZero(n.inputs.CPUUtil)),
-		Node: a.cfg.NodeName, BackgroundReserve: float32(a.reserve(&vec, now)),
+		Node: a.cfg.NodeName, BackgroundReserve: wire.ReserveField(a.reserve(&vec, now)),
 		BackgroundShortMs:     float32(policy.ShortBackgroundMs(tightest, a.asm.Slowdown())),
 		BackgroundUrgentSlaMs: float32(policy.UrgentBackgroundSLAMs(tightest)),
 	}
@@ -270,9 +270,11 @@ func (a *Agent) refreshNode(now time.Time) {
 // reserve is the background reserve the agent sends for the node state
 // vec (policy.ServedReserve): policy.Reserve of the state and the work's
 // slowdown, a contended one sized to the foreground's recent load unless
-// the run queue says the CPUs are oversubscribed.
+// the run queue says the CPUs are oversubscribed, none where the
+// foreground has gone from a calm node (policy.NoForegroundToProtect; sent
+// as wire.NoReserve).
 func (a *Agent) reserve(vec *policy.State, now time.Time) float64 {
-	return policy.ServedReserve(vec, a.asm.Slowdown(), a.asm.ForegroundWorkers(now), a.asm.Workers())
+	return policy.ServedReserve(vec, a.asm.Slowdown(), a.asm.Foreground(now), a.asm.Workers())
 }
 
 // knownOrZero is x, or 0 when it is unknown (NaN, infinite, negative).

@@ -168,3 +168,17 @@ func TestShortLimitFollowsTheForegroundsTightestSLA(t *testing.T) {
 		return st.GetBackgroundShortMs() == 0 && st.GetBackgroundUrgentSlaMs() == 0
 	})
 }
+
+// The wire's "none held" is a share the policy's rounding reads as no
+// worker (what both of the project's executors apply).
+func TestNoReserveHoldsNoWorker(t *testing.T) {
+	share, ok := wire.ReserveShare(wire.ReserveField(0))
+	if !ok {
+		t.Fatal("the wire's none refused by the client's reading")
+	}
+	for _, workers := range []int{1, 2, 4, 64, 4096, 999_999} {
+		if held := policy.ReserveWorkers(share, workers); held != 0 {
+			t.Errorf("%d workers: none held reads as %d workers", workers, held)
+		}
+	}
+}

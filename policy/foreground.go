@@ -16,6 +16,7 @@ type ForegroundLoad struct {
 	slas   [foregroundBuckets]float64 // each bucket's tightest SLA; 0: none known
 	ids    [foregroundBuckets]int64   // which bucket of the clock each slot holds
 	latest int64                      // the latest bucket added to
+	lastMs float64                    // the latest foreground task's time; 0, the clock's start, while none
 }
 
 const (
@@ -31,8 +32,12 @@ const (
 // at level, whose expected cost is expectedMs and whose SLA is slaMs.
 // Background tasks (level 0) and times already out of the window of the
 // latest one added add nothing; a cost, or an SLA, that is not finite and
-// positive adds nothing to the load, or to the tightest SLA.
+// positive adds nothing to the load, or to the tightest SLA. Any
+// foreground task on the clock counts as seen (IdleMs).
 func (f *ForegroundLoad) Add(nowMs float64, level int, expectedMs, slaMs float64) {
+	if level >= 1 && onClock(nowMs) {
+		f.lastMs = max(f.lastMs, nowMs)
+	}
 	cost, sla := knownPositive(expectedMs), knownPositive(slaMs)
 	if level < 1 || !(cost || sla) || !onClock(nowMs) {
 		return
@@ -89,26 +94,48 @@ func (f *ForegroundLoad) inWindow(nowMs float64, each func(slot int)) {
 	}
 }
 
+// IdleMs is how long before nowMs the latest foreground task was added:
+// since the clock's start while none has been, 0 for a time before the
+// latest or off the clock.
+func (f *ForegroundLoad) IdleMs(nowMs float64) float64 {
+	if !onClock(nowMs) {
+		return 0
+	}
+	return max(0, nowMs-f.lastMs)
+}
+
 // onClock is whether t is a time the load can be read at: finite, not
 // before the clock's start.
 func onClock(t float64) bool { return t >= 0 && !math.IsInf(t, 1) }
 
+// Foreground is what the agent knows of the foreground a reserve protects
+// (ForegroundLoad): its load in workers (Workers) and how long ago its
+// latest task was decided (IdleMs).
+type Foreground struct {
+	Workers float64
+	IdleMs  float64
+}
+
 // ServedReserve is the reserve the agent sends for a node whose state is s
 // (the node's part of a state vector), whose recent tasks ran slowdown
-// times their described cost and whose foreground kept foregroundWorkers
-// of its workers busy (ForegroundLoad.Workers): Reserve, with a contended
-// share sized to the foreground (SizeReserve) unless the run queue says
-// the CPUs are oversubscribed (its p99 at ContendedRunqP99Us or more).
-// There every runnable worker slows every other one, the urgent ones
-// included, and holding half of them back pays by itself; elsewhere (the
-// disk, a neighbour on other CPUs, a slowdown the kernel does not show)
-// the half only starves the background.
-func ServedReserve(s *State, slowdown, foregroundWorkers float64, workers int) float64 {
+// times their described cost and whose foreground is fg, on workers
+// workers: Reserve, with a contended share sized to the foreground
+// (SizeReserve) unless the run queue says the CPUs are oversubscribed (its
+// p99 at ContendedRunqP99Us or more), and none at all where the foreground
+// has gone from a calm node (NoForegroundToProtect). Where the CPUs are
+// oversubscribed every runnable worker slows every other one, the urgent
+// ones included, and holding half of them back pays by itself; elsewhere
+// (the disk, a neighbour on other CPUs, a slowdown the kernel does not
+// show) the half only starves the background.
+func ServedReserve(s *State, slowdown float64, fg Foreground, workers int) float64 {
 	share := Reserve(s, slowdown)
 	if runqContended(s) {
 		return share
 	}
-	return SizeReserve(share, foregroundWorkers, slowdown, workers)
+	if NoForegroundToProtect(s, slowdown, fg.IdleMs) {
+		return 0
+	}
+	return SizeReserve(share, fg.Workers, slowdown, workers)
 }
 
 // ForegroundHeadroom is how many times the foreground's load, stretched by

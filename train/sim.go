@@ -290,6 +290,7 @@ func (s *simulator) arrive(i int, p Policy) error {
 	o.Level, o.Key = level, key
 	s.fg.Add(s.now, level, o.ExpectedMs, o.SLAMs)
 	s.view.ForegroundWorkers = s.fg.Workers(s.now)
+	s.view.ForegroundIdleMs = s.fg.IdleMs(s.now)
 	s.view.ForegroundSLAMs = s.fg.TightestSLA(s.now)
 	if r, ok := p.(Reserver); ok {
 		s.hold.Share = r.Reserve(&s.view)
@@ -426,6 +427,11 @@ type NodeView struct {
 	// being made included (policy.ForegroundLoad.Workers): what a served
 	// policy sizes a contended reserve to (policy.SizeReserve).
 	ForegroundWorkers float64
+	// ForegroundIdleMs is how long before the decision being made the
+	// latest foreground task arrived, that decision included
+	// (policy.ForegroundLoad.IdleMs): what releases a calm reserve that
+	// protects no one (policy.NoForegroundToProtect).
+	ForegroundIdleMs float64
 	// ForegroundSLAMs is the tightest SLA among the foreground's recent
 	// tasks, the decision being made included
 	// (policy.ForegroundLoad.TightestSLA; 0: none): what a served policy

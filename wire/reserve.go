@@ -14,6 +14,23 @@ func ReserveShare(x float32) (share float64, ok bool) {
 	return float64(x), true
 }
 
+// NoReserve is the background_reserve the agent sends where it holds
+// nothing back from background work (policy.NoForegroundToProtect): 0
+// itself means "not sent" (an agent from before the field), so "none" is
+// a share under one worker of any executor up to a million workers, which
+// an executor that rounds its reserve down (policy.ReserveWorkers) reads
+// as no worker held, whether or not it knows this constant.
+const NoReserve float32 = 1e-6
+
+// ReserveField is the background_reserve field for a reserve share:
+// NoReserve for none (0 or less), else the share.
+func ReserveField(share float64) float32 {
+	if share <= 0 {
+		return NoReserve
+	}
+	return float32(share)
+}
+
 // ShortMs reads a background_short_ms field (DecideResponse, NodeState):
 // the expected cost (ms) up to which a background task may start while the
 // reserve holds more than the calm quarter. Anything not finite and

@@ -38,3 +38,29 @@ func TestShortAndUrgentLimitsReadWhatIsNotALimitAsNone(t *testing.T) {
 		}
 	}
 }
+
+// None held travels as NoReserve, a share an executor may act on (0 would
+// read as "not sent") and one that rounds down to no worker on any node
+// up to a million workers; a share held travels as it is.
+func TestReserveFieldSendsNoneAsAShareOfNoWorker(t *testing.T) {
+	for _, share := range []float64{0, -1} {
+		x := ReserveField(share)
+		if x != NoReserve {
+			t.Fatalf("ReserveField(%v) = %v, want NoReserve", share, x)
+		}
+		got, ok := ReserveShare(x)
+		if !ok {
+			t.Fatalf("ReserveShare(NoReserve) refused: an executor would keep the share it had")
+		}
+		for _, workers := range []float64{1, 2, 64, 4096, 999_999} {
+			if held := math.Floor(got*workers + 1e-9); held != 0 {
+				t.Errorf("NoReserve on %v workers holds %v, want none", workers, held)
+			}
+		}
+	}
+	for _, share := range []float64{0.25, 0.375, 0.5} {
+		if got, ok := ReserveShare(ReserveField(share)); !ok || got != share {
+			t.Errorf("ReserveField(%v) reads back %v, %v", share, got, ok)
+		}
+	}
+}

@@ -299,7 +299,9 @@ type DecideResponse struct {
 	// while recent tasks ran at least 1.25 times their cost_ms, or, before
 	// any reported a service_ms, while the run-queue p99 is 1 ms or more:
 	// 0.5, or down to 0.25 sized to the foreground's recent load where the
-	// run queue is short; 0 = not sent, an agent from before it).
+	// run queue is short; 1e-6, none held (wire.NoReserve), where no
+	// foreground task came for 5 s on a calm node whose run queue is short;
+	// 0 = not sent, an agent from before it).
 	// docs/endpoint.md, "The background reserve".
 	BackgroundReserve float32 `protobuf:"fixed32,5,opt,name=background_reserve,json=backgroundReserve,proto3" json:"background_reserve,omitempty"`
 	// While background_reserve holds more than the calm quarter, a

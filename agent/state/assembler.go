@@ -133,6 +133,17 @@ func (a *Assembler) ForegroundWorkers(now time.Time) float64 {
 	return a.fg.Workers(a.ms(now))
 }
 
+// Foreground is what the background reserve protects at now: the
+// foreground's load in workers and how long since its latest task was
+// decided (policy.ForegroundLoad.Workers, IdleMs; since the assembler
+// started while none has been).
+func (a *Assembler) Foreground(now time.Time) policy.Foreground {
+	a.waitsMu.Lock()
+	defer a.waitsMu.Unlock()
+	ms := a.ms(now)
+	return policy.Foreground{Workers: a.fg.Workers(ms), IdleMs: a.fg.IdleMs(ms)}
+}
+
 // Slowdown is how much slower than described the recently finished tasks
 // ran (policy.SlowdownWindow; NaN until enough reported a service time).
 func (a *Assembler) Slowdown() float64 {

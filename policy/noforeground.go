@@ -1,0 +1,35 @@
+package policy
+
+// ForegroundGoneMs is how long no task may have been decided at
+// priorities 1–4 before a calm node's reserve protects no one
+// (NoForegroundToProtect): five of ForegroundLoad's windows, so a
+// foreground that arrives a few times a second, or pauses for a second,
+// keeps its reserve.
+const ForegroundGoneMs = 5 * ForegroundLoadWindowMs
+
+// NoForegroundToProtect is whether the agent holds nothing back from
+// background work: no foreground task decided for ForegroundGoneMs or
+// more (foregroundIdleMs, ForegroundLoad.IdleMs), the node calm (Reserve's
+// CalmReserve for this state and slowdown), and its kernel saying the CPUs
+// are not oversubscribed, its run-queue latency p99 known (the feature
+// above its neutral value) and under ContendedRunqP99Us. A node whose
+// kernel says nothing (no run-queue probe, or the agent's --ablate kernel)
+// keeps the calm quarter, as before.
+//
+// Why: the calm quarter keeps workers free for urgent work that arrives
+// while background work holds the rest; where every task is background
+// (a job queue, a batch tier) it protects no one and idles a quarter of
+// the node, which under load is the quarter of the work that misses its
+// SLA (a batch-only workload at 94% of 8 workers: 0.8644 with the quarter,
+// 0.9406 without). Where the CPUs are oversubscribed the quarter is also
+// a concurrency limit that keeps the running work fast (a 4-worker node
+// on 3 CPUs lost 6 points without it), and the run queue says where:
+// the kernel decides. Chosen on the generated selection sets and the
+// project's files, checked on the check sets (docs/policy-history.md, "A
+// reserve that protects no one (thirty-ninth session)").
+func NoForegroundToProtect(s *State, slowdown, foregroundIdleMs float64) bool {
+	if !(foregroundIdleMs >= ForegroundGoneMs) || Reserve(s, slowdown) != CalmReserve {
+		return false
+	}
+	return s[FeatRunqP99] > 0 && !runqContended(s)
+}
