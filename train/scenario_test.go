@@ -93,6 +93,40 @@ func TestMalformedFile(t *testing.T) {
 	}
 }
 
+// The workloads outside the generator's range parse, are named after
+// their files, and no training recipe reads them.
+func TestOutsideScenariosParseAndAreNotTrainedOn(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/outside/*.json")
+	if len(files) < 6 {
+		t.Fatalf("want the 6 files in testdata/outside, have %d", len(files))
+	}
+	for _, f := range files {
+		sc, err := LoadScenario(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if filepath.Base(f) != sc.Name+".json" {
+			t.Errorf("%s: name %q not the file's", f, sc.Name)
+		}
+	}
+	notReadByTraining(t, "testdata/outside")
+}
+
+// notReadByTraining fails if a training recipe or the Makefile names dir.
+func notReadByTraining(t *testing.T, dir string) {
+	t.Helper()
+	for _, script := range []string{"../scripts/train-candidate-model.sh", "../scripts/train-default-model.sh", "../Makefile"} {
+		b, err := os.ReadFile(script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), dir) {
+			t.Errorf("%s reads %s", script, dir)
+		}
+	}
+}
+
 // The held-out hand-written files (testdata/validation) parse, each offers
 // its workers between half and one and a half times what they serve at
 // the start, and no training recipe reads them: they report
@@ -117,13 +151,5 @@ func TestValidationScenariosParseAndAreNotTrainedOn(t *testing.T) {
 			t.Errorf("%s: offers %.2f of its workers at the start, outside the 50%%–150%% the files span", f, load)
 		}
 	}
-	for _, script := range []string{"../scripts/train-candidate-model.sh", "../scripts/train-default-model.sh", "../Makefile"} {
-		b, err := os.ReadFile(script)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(b), "testdata/validation") {
-			t.Errorf("%s reads the held-out files", script)
-		}
-	}
+	notReadByTraining(t, "testdata/validation")
 }
