@@ -1,7 +1,6 @@
 package train
 
 import (
-	"sort"
 	"testing"
 
 	"github.com/triage-agent/triage/policy"
@@ -117,35 +116,6 @@ func TestBackgroundOnlyWorkloadGetsTheWholeNode(t *testing.T) {
 		t.Errorf("SLA attainment: served %.4f, blind %.4f; want the served row above", met[0], met[1])
 	}
 	t.Logf("served: %d workers, %.4f met; blind: %d workers, %.4f met", busy[0], met[0], busy[1], met[1])
-}
-
-// mostBusyAfter is the most tasks of out running at once among starts at
-// or after fromMs.
-func mostBusyAfter(out []Outcome, fromMs float64) int {
-	type edge struct {
-		at    float64
-		delta int
-	}
-	var edges []edge
-	for i := range out {
-		if out[i].Started {
-			edges = append(edges, edge{out[i].StartMs, 1}, edge{out[i].FinishMs, -1})
-		}
-	}
-	sort.Slice(edges, func(i, j int) bool {
-		if edges[i].at != edges[j].at {
-			return edges[i].at < edges[j].at
-		}
-		return edges[i].delta < edges[j].delta // a finish frees its worker before a start takes it
-	})
-	running, most := 0, 0
-	for _, e := range edges {
-		running += e.delta
-		if e.at >= fromMs {
-			most = max(most, running)
-		}
-	}
-	return most
 }
 
 // attainment is the share of out that met its SLA.

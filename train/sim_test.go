@@ -64,33 +64,8 @@ func TestSimInvariants(t *testing.T) {
 }
 
 func checkConcurrency(t *testing.T, name string, out []Outcome, workers int) {
-	type ev struct {
-		at    float64
-		delta int
-	}
-	var evs []ev
-	for i := range out {
-		if out[i].Finished {
-			evs = append(evs, ev{out[i].StartMs, 1}, ev{out[i].FinishMs, -1})
-		}
-	}
-	sortEvents := func(a, b ev) bool {
-		if a.at != b.at {
-			return a.at < b.at
-		}
-		return a.delta < b.delta
-	}
-	for i := 1; i < len(evs); i++ { // insertion sort is fine at this size
-		for j := i; j > 0 && sortEvents(evs[j], evs[j-1]); j-- {
-			evs[j], evs[j-1] = evs[j-1], evs[j]
-		}
-	}
-	busy := 0
-	for _, e := range evs {
-		busy += e.delta
-		if busy > workers {
-			t.Fatalf("%s: %d tasks in service with %d workers", name, busy, workers)
-		}
+	if busy := mostBusyAfter(out, math.Inf(-1)); busy > workers {
+		t.Fatalf("%s: %d tasks in service with %d workers", name, busy, workers)
 	}
 }
 
