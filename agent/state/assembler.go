@@ -108,7 +108,7 @@ func (a *Assembler) ObserveDecided(slaMs float64) {
 
 // ObserveLevel records one task decided at now at level, whose expected
 // cost is costMs and whose SLA is slaMs: the foreground's load
-// (ForegroundWorkers) and its tightest SLA (ForegroundSLA) count it when
+// (Foreground) and its tightest SLA (ForegroundSLA) count it when
 // level is 1 or more.
 func (a *Assembler) ObserveLevel(now time.Time, level int, costMs, slaMs float64) {
 	a.waitsMu.Lock()
@@ -123,14 +123,6 @@ func (a *Assembler) ForegroundSLA(now time.Time) float64 {
 	a.waitsMu.Lock()
 	defer a.waitsMu.Unlock()
 	return a.fg.TightestSLA(a.ms(now))
-}
-
-// ForegroundWorkers is the foreground's load at now, in workers
-// (policy.ForegroundLoad.Workers).
-func (a *Assembler) ForegroundWorkers(now time.Time) float64 {
-	a.waitsMu.Lock()
-	defer a.waitsMu.Unlock()
-	return a.fg.Workers(a.ms(now))
 }
 
 // Foreground is what the background reserve protects at now: the
