@@ -46,7 +46,9 @@ func (r *reserveCell) load() (reserveSent, bool) {
 // more while the agent's kernel signals say the node is contended. ok is
 // false until the agent has sent one; the executor then keeps its own
 // (a quarter of the workers is what the agent sends on a calm node). It
-// is never outside (0, 1]. It allocates nothing.
+// is never outside (0, 1]; round share × workers down: where the agent
+// holds nothing back it sends wire.NoReserve, a share of no worker. It
+// allocates nothing.
 func (c *Client) BackgroundReserve() (share float64, ok bool) {
 	r, ok := c.reserve.load()
 	return r.share, ok
