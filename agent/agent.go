@@ -42,6 +42,9 @@ type Agent struct {
 	signals NodeSignals
 	node    atomic.Pointer[nodeSnapshot]
 	epoch   atomic.Uint64
+	// refresh asks the state loop for a node snapshot now, ahead of its
+	// tick (foregroundSeen); it holds one request.
+	refresh chan struct{}
 	exp     *experience.Writer
 	store   *flamegraph.Store
 	prof    profiler
@@ -104,6 +107,7 @@ func New(cfg Config) (a *Agent, err error) {
 	a = &Agent{
 		cfg: cfg, log: cfg.Logger, tracker: newTracker(cfg.TaskTimeout, cfg.MaxPending),
 		asm: state.NewAssembler(state.Config{Workers: cfg.Workers, BlindKernel: cfg.AblateKernel}), started: time.Now(),
+		refresh: make(chan struct{}, 1),
 	}
 	built := a // the named result is nil on an error return
 	defer func() {
@@ -349,7 +353,8 @@ func (a *Agent) goLoop(ctx context.Context, f func(context.Context)) {
 	go func() { defer a.wg.Done(); f(ctx) }()
 }
 
-// stateLoop refreshes the node snapshot and times out lost tasks.
+// stateLoop refreshes the node snapshot and times out lost tasks; it
+// refreshes the snapshot ahead of its tick when asked (foregroundSeen).
 func (a *Agent) stateLoop(ctx context.Context) {
 	t := time.NewTicker(a.cfg.StateInterval)
 	defer t.Stop()
@@ -358,6 +363,8 @@ func (a *Agent) stateLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-a.refresh:
+			a.refreshNode(time.Now())
 		case now := <-t.C:
 			a.refreshNode(now)
 			expired = a.tracker.expire(now, expired[:0])

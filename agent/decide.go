@@ -80,6 +80,7 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 		level := a.guardDecide(p, &out[i])
 		p.action = uint8(level)
 		a.asm.ObserveLevel(now, level, costs[i], descs[i].SLAMs)
+		a.foregroundSeen(level)
 		q := qs[i*policy.NumActions : (i+1)*policy.NumActions : (i+1)*policy.NumActions]
 		copy(q, out[i].Q[:])
 		// The id comes back in the field(s) it came in (wire.TaskID's rule).
@@ -275,6 +276,24 @@ func (a *Agent) refreshNode(now time.Time) {
 // as wire.NoReserve).
 func (a *Agent) reserve(vec *policy.State, now time.Time) float64 {
 	return policy.ServedReserve(vec, a.asm.Slowdown(), a.asm.Foreground(now), a.asm.Workers())
+}
+
+// foregroundSeen asks the state loop for a node snapshot now when a task
+// was just decided at level 1 or more (by the agent, or locally by a
+// client) while the node's reserve is none (policy.NoForegroundToProtect):
+// the reserve then comes back with the next snapshot at once, not at the
+// next tick, in the answers and in the clients' tables. It never blocks.
+func (a *Agent) foregroundSeen(level int) {
+	if level < 1 {
+		return
+	}
+	if n := a.node.Load(); n == nil || n.wire.GetBackgroundReserve() != wire.NoReserve {
+		return
+	}
+	select {
+	case a.refresh <- struct{}{}:
+	default: // one is already asked for
+	}
 }
 
 // knownOrZero is x, or 0 when it is unknown (NaN, infinite, negative).

@@ -16,7 +16,8 @@ import (
 // policy.ForegroundGoneMs tells its clients to hold nothing back from
 // background work: its run queue, read by eBPF, says the CPUs have room,
 // and the quarter would protect no one (policy.NoForegroundToProtect). A
-// foreground decision brings the quarter back. The same agent blind to
+// foreground decision brings the quarter back at once, ahead of the next
+// snapshot's tick. The same agent blind to
 // the kernel (--ablate kernel) keeps the quarter: the release is the
 // kernel's.
 func TestAgentReleasesAReserveThatProtectsNoOne(t *testing.T) {
@@ -31,13 +32,15 @@ func TestAgentReleasesAReserveThatProtectsNoOne(t *testing.T) {
 		t.Fatalf("blind to the kernel, no foreground for %v: reserve %v, want the quarter %v", gone+time.Second, got, policy.CalmReserve)
 	}
 
+	// Snapshots 3 s apart: the quarter must come back with the foreground
+	// decision, not with the next tick.
 	start := time.Now() // the agent's clock of the foreground starts after this
-	a, stop := startTestAgent(t, agent.Config{ExperienceDir: "-", StateInterval: 50 * time.Millisecond})
+	a, stop := startTestAgent(t, agent.Config{ExperienceDir: "-", StateInterval: 3 * time.Second})
 	defer stop()
 	// The node's own load may push the run-queue p99 over the line for a
 	// while (a test binary beside it): the reserve is released once it
 	// reads short, within the deadline.
-	deadline := start.Add(gone + 20*time.Second)
+	deadline := start.Add(gone + 25*time.Second)
 	for {
 		st = a.State()
 		if st.GetBackgroundReserve() == wire.NoReserve {
@@ -75,14 +78,14 @@ func TestAgentReleasesAReserveThatProtectsNoOne(t *testing.T) {
 	if level := resp.GetDecisions()[0].GetPriority(); level < 1 {
 		t.Fatalf("a 2 ms task of 20 ms SLA on a calm node decided at %d, want the foreground", level)
 	}
-	waitForReserve(t, a, policy.CalmReserve, "after a foreground decision")
+	waitForReserve(t, a, policy.CalmReserve, "after a foreground decision", 300*time.Millisecond)
 }
 
-// waitForReserve waits up to two seconds for the agent's node state to
-// carry the reserve want.
-func waitForReserve(t *testing.T, a *agent.Agent, want float32, what string) {
+// waitForReserve waits up to within for the agent's node state to carry
+// the reserve want.
+func waitForReserve(t *testing.T, a *agent.Agent, want float32, what string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(within)
 	for a.State().GetBackgroundReserve() != want {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: reserve %v, want %v", what, a.State().GetBackgroundReserve(), want)
