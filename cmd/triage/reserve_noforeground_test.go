@@ -40,7 +40,7 @@ func TestAgentReleasesAReserveThatProtectsNoOne(t *testing.T) {
 	// The node's own load may push the run-queue p99 over the line for a
 	// while (a test binary beside it): the reserve is released once it
 	// reads short, within the deadline.
-	deadline := start.Add(gone + 25*time.Second)
+	deadline := start.Add(gone + 60*time.Second)
 	for {
 		st = a.State()
 		if st.GetBackgroundReserve() == wire.NoReserve {
@@ -78,17 +78,19 @@ func TestAgentReleasesAReserveThatProtectsNoOne(t *testing.T) {
 	if level := resp.GetDecisions()[0].GetPriority(); level < 1 {
 		t.Fatalf("a 2 ms task of 20 ms SLA on a calm node decided at %d, want the foreground", level)
 	}
-	waitForReserve(t, a, policy.CalmReserve, "after a foreground decision", 300*time.Millisecond)
+	// The quarter, or the half if the node's own load (a test binary
+	// beside it) has pushed the run queue over the line meanwhile.
+	waitForReserveAtLeast(t, a, policy.CalmReserve, "after a foreground decision", 300*time.Millisecond)
 }
 
-// waitForReserve waits up to within for the agent's node state to carry
-// the reserve want.
-func waitForReserve(t *testing.T, a *agent.Agent, want float32, what string, within time.Duration) {
+// waitForReserveAtLeast waits up to within for the agent's node state to
+// carry a reserve of at least least.
+func waitForReserveAtLeast(t *testing.T, a *agent.Agent, least float32, what string, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	for a.State().GetBackgroundReserve() != want {
+	for a.State().GetBackgroundReserve() < least {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: reserve %v, want %v", what, a.State().GetBackgroundReserve(), want)
+			t.Fatalf("%s: reserve %v, want at least %v", what, a.State().GetBackgroundReserve(), least)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
