@@ -10,13 +10,19 @@ import (
 // instant: a freed worker is reused). It is what the background reserve
 // bounds: at level 0, never more than the workers less the reserve.
 func MostAtOnce(out []Outcome, level int) int {
+	return mostAtOnce(out, func(o *Outcome) bool { return o.Level == level })
+}
+
+// mostAtOnce is MostAtOnce over the finished tasks that counted says
+// count, whatever their level.
+func mostAtOnce(out []Outcome, counted func(*Outcome) bool) int {
 	type edge struct {
 		at    float64
 		delta int
 	}
 	var edges []edge
-	for _, o := range out {
-		if o.Finished && o.Level == level {
+	for i := range out {
+		if o := &out[i]; o.Finished && counted(o) {
 			edges = append(edges, edge{o.StartMs, 1}, edge{o.FinishMs, -1})
 		}
 	}
