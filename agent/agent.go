@@ -43,7 +43,7 @@ type Agent struct {
 	node    atomic.Pointer[nodeSnapshot]
 	epoch   atomic.Uint64
 	// refresh asks the state loop for a node snapshot now, ahead of its
-	// tick (foregroundSeen); it holds one request.
+	// tick (observeLevel); it holds one request.
 	refresh chan struct{}
 	exp     *experience.Writer
 	store   *flamegraph.Store
@@ -354,7 +354,7 @@ func (a *Agent) goLoop(ctx context.Context, f func(context.Context)) {
 }
 
 // stateLoop refreshes the node snapshot and times out lost tasks; it
-// refreshes the snapshot ahead of its tick when asked (foregroundSeen).
+// refreshes the snapshot ahead of its tick when asked (observeLevel).
 func (a *Agent) stateLoop(ctx context.Context) {
 	t := time.NewTicker(a.cfg.StateInterval)
 	defer t.Stop()

@@ -79,8 +79,7 @@ func (a *Agent) Decide(ctx context.Context, tasks []*wire.Task) ([]*wire.Decisio
 		// The priority served is the guard's: the model's where it is sure.
 		level := a.guardDecide(p, &out[i])
 		p.action = uint8(level)
-		a.asm.ObserveLevel(now, level, costs[i], descs[i].SLAMs)
-		a.foregroundSeen(level)
+		a.observeLevel(now, level, costs[i], descs[i].SLAMs)
 		q := qs[i*policy.NumActions : (i+1)*policy.NumActions : (i+1)*policy.NumActions]
 		copy(q, out[i].Q[:])
 		// The id comes back in the field(s) it came in (wire.TaskID's rule).
@@ -278,12 +277,16 @@ func (a *Agent) reserve(vec *policy.State, now time.Time) float64 {
 	return policy.ServedReserve(vec, a.asm.Slowdown(), a.asm.Foreground(now), a.asm.Workers())
 }
 
-// foregroundSeen asks the state loop for a node snapshot now when a task
-// was just decided at level 1 or more (by the agent, or locally by a
-// client) while the node's reserve is none (policy.NoForegroundToProtect):
-// the reserve then comes back with the next snapshot at once, not at the
-// next tick, in the answers and in the clients' tables. It never blocks.
-func (a *Agent) foregroundSeen(level int) {
+// observeLevel records one task decided at now at level (by the agent, or
+// locally by a client), whose expected cost is costMs and whose SLA is
+// slaMs, for the foreground's load and idle time
+// (state.Assembler.ObserveLevel). A task at level 1 or more decided while
+// the node's reserve is none (policy.NoForegroundToProtect) asks the state
+// loop for a node snapshot now: the reserve then comes back at once, not
+// at the next tick, in the answers and in the clients' tables. It never
+// blocks.
+func (a *Agent) observeLevel(now time.Time, level int, costMs, slaMs float64) {
+	a.asm.ObserveLevel(now, level, costMs, slaMs)
 	if level < 1 {
 		return
 	}

@@ -68,8 +68,7 @@ func (a *Agent) ReportLocal(ctx context.Context, ds []*wire.LocalDecision) (int,
 		}
 		// The level the client served, dated at the report (the
 		// decision's own date may lie behind the load's window).
-		a.asm.ObserveLevel(now, int(p.action), p.costMs, p.desc.SLAMs)
-		a.foregroundSeen(int(p.action))
+		a.observeLevel(now, int(p.action), p.costMs, p.desc.SLAMs)
 		evicted, replaced := a.tracker.add(p, nil)
 		for _, ev := range evicted {
 			a.timedOut(ev, now)

@@ -132,7 +132,7 @@ func ServedReserve(s *State, slowdown float64, fg Foreground, workers int) float
 	if runqContended(s) {
 		return share
 	}
-	if NoForegroundToProtect(s, slowdown, fg.IdleMs) {
+	if noForegroundToProtect(s, share, fg.IdleMs) {
 		return 0
 	}
 	return SizeReserve(share, fg.Workers, slowdown, workers)

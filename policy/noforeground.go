@@ -28,8 +28,12 @@ const ForegroundGoneMs = 5 * ForegroundLoadWindowMs
 // project's files, checked on the check sets (docs/policy-history.md, "A
 // reserve that protects no one (thirty-ninth session)").
 func NoForegroundToProtect(s *State, slowdown, foregroundIdleMs float64) bool {
-	if !(foregroundIdleMs >= ForegroundGoneMs) || Reserve(s, slowdown) != CalmReserve {
-		return false
-	}
-	return s[FeatRunqP99] > 0 && !runqContended(s)
+	return noForegroundToProtect(s, Reserve(s, slowdown), foregroundIdleMs)
+}
+
+// noForegroundToProtect is NoForegroundToProtect for a node whose Reserve
+// is share, already computed.
+func noForegroundToProtect(s *State, share, foregroundIdleMs float64) bool {
+	return foregroundIdleMs >= ForegroundGoneMs && share == CalmReserve &&
+		s[FeatRunqP99] > 0 && !runqContended(s)
 }
