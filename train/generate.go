@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -22,7 +23,38 @@ type GenConfig struct {
 	// share fewer CPUs than they are or do I/O (default 0.7).
 	Interference float64
 	NodeV2       float64
+	// Workers are the worker counts a scenario's node is drawn from, each
+	// as likely as its repeats make it (nil: DefaultGenWorkers). A suite
+	// of larger nodes than training saw asks whether a policy carries
+	// over to them (`triage eval --gen-workers`); the draw consumes the
+	// same randomness whatever the list, so the rest of each scenario is
+	// drawn as it would be.
+	Workers []int
 }
+
+// DefaultGenWorkers are the worker counts of a default suite: 2 to 16, most
+// often 4, the nodes the shipped model was trained on.
+var DefaultGenWorkers = []int{2, 3, 4, 4, 4, 6, 6, 8, 8, 12, 16}
+
+// ErrBadGenConfig is returned by GenConfig.Validate.
+var ErrBadGenConfig = errors.New("bad generator config")
+
+// Validate reports a config Generate cannot draw from: a worker count
+// outside what a scenario may have, or too many of them.
+func (c GenConfig) Validate() error {
+	if len(c.Workers) > MaxGenWorkerChoices {
+		return fmt.Errorf("%w: %d worker counts, at most %d", ErrBadGenConfig, len(c.Workers), MaxGenWorkerChoices)
+	}
+	for _, w := range c.Workers {
+		if w < 1 || w > maxWorkers {
+			return fmt.Errorf("%w: workers must be in [1, %d], got %d", ErrBadGenConfig, maxWorkers, w)
+		}
+	}
+	return nil
+}
+
+// MaxGenWorkerChoices bounds GenConfig.Workers: a list, not a table.
+const MaxGenWorkerChoices = 64
 
 func (c GenConfig) withDefaults() GenConfig {
 	if c.DurationS <= 0 {
@@ -34,11 +66,18 @@ func (c GenConfig) withDefaults() GenConfig {
 	if c.NodeV2 == 0 {
 		c.NodeV2 = 0.7
 	}
+	if len(c.Workers) == 0 {
+		c.Workers = DefaultGenWorkers
+	}
 	return c
 }
 
-// Generate draws n scenarios from seed.
+// Generate draws n scenarios from seed. A cfg that does not Validate
+// draws from the default workers instead of its own.
 func Generate(seed int64, n int, cfg GenConfig) []*Scenario {
+	if cfg.Validate() != nil {
+		cfg.Workers = nil
+	}
 	cfg = cfg.withDefaults()
 	out := make([]*Scenario, 0, n)
 	for i := 0; i < n; i++ {
@@ -68,7 +107,7 @@ func generateOne(r *rand.Rand, name string, seed int64, cfg GenConfig) *Scenario
 
 func drawScenario(r *rand.Rand, name string, seed int64, cfg GenConfig) *Scenario {
 	sc := &Scenario{Name: name, Seed: seed, DurationS: cfg.DurationS,
-		Workers: pick(r, 2, 3, 4, 4, 4, 6, 6, 8, 8, 12, 16)}
+		Workers: pick(r, cfg.Workers...)}
 	v2 := r.Float64() < cfg.NodeV2
 	if v2 {
 		cpus := max(1, int(math.Round(float64(sc.Workers)*(0.25+0.75*r.Float64()))))

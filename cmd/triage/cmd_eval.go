@@ -31,6 +31,7 @@ func runEval(args []string) error {
 	lib := fs.String("onnxruntime-lib", "", "ONNX Runtime shared library (default: $TRIAGE_ONNXRUNTIME_LIB, then the cache)")
 	generated := fs.Int("generated", 0, "also evaluate this many generated scenarios (train.Generate), and print their summary")
 	genSeed := fs.Int64("gen-seed", 1, "seed of the generated scenarios")
+	genWorkers := fs.String("gen-workers", "", "the worker counts the generated scenarios' nodes are drawn from, comma-separated (default: 2 to 16, as training): e.g. 24,32,48,64 asks whether a policy carries over to nodes larger than it was trained on")
 	tune := fs.String("tune", "", "search the parameters of a controller (codel-lifo, shed-pi, gradient2, or all) on the scenarios instead of evaluating (docs/controllers.md)")
 	guardName := fs.String("guard", guard.DefaultController, "the dqn row's guard, as the agent's --guard: a controller ("+strings.Join(control.GuardNames, ", ")+") or none")
 	minAgree := fs.Float64("guard-min-agreement", guard.DefaultMinAgreement, "as the agent's --guard-min-agreement")
@@ -65,12 +66,16 @@ func runEval(args []string) error {
 	if err != nil {
 		return err
 	}
+	gen, err := parseGenWorkers(*genWorkers)
+	if err != nil {
+		return err
+	}
 	if *tune != "" {
 		all, err := loadScenarios(scenarios)
 		if err != nil {
 			return err
 		}
-		return runTune(*tune, append(all, train.Generate(*genSeed, *generated, train.GenConfig{})...))
+		return runTune(*tune, append(all, train.Generate(*genSeed, *generated, gen)...))
 	}
 	if len(scenarios) == 0 && *generated == 0 {
 		return errors.New("no --scenario given")
@@ -100,7 +105,7 @@ func runEval(args []string) error {
 		}
 		all = append(all, sc)
 	}
-	all = append(all, train.Generate(*genSeed, *generated, train.GenConfig{})...)
+	all = append(all, train.Generate(*genSeed, *generated, gen)...)
 	var sum summary
 	gcfg := guard.DefaultConfig()
 	gcfg.MinAgreement = float32(*minAgree)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -224,5 +225,26 @@ func TestEvalSummaryCountsShortfallsToTheBestBaseline(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// --gen-workers is a list of worker counts a scenario may have; anything
+// else is refused, naming the flag, before a model is loaded, and train
+// takes the same list.
+func TestEvalAndTrainRefuseBadGenWorkers(t *testing.T) {
+	for _, v := range []string{"0", "4,x", "4,5000", "-2"} {
+		for name, run := range map[string]func([]string) error{"eval": runEval, "train": runTrain} {
+			_, err := captureStdout(t, func() error { return run([]string{"--generated", "1", "--gen-workers", v}) })
+			if err == nil || !strings.Contains(err.Error(), "--gen-workers") {
+				t.Errorf("%s --gen-workers %s: got %v, want an error naming the flag", name, v, err)
+			}
+		}
+	}
+	cfg, err := parseGenWorkers(" 24, 32,,64 ")
+	if err != nil || !slices.Equal(cfg.Workers, []int{24, 32, 64}) {
+		t.Errorf("parseGenWorkers: %v, %v; want [24 32 64]", cfg.Workers, err)
+	}
+	if cfg, err := parseGenWorkers(""); err != nil || cfg.Workers != nil {
+		t.Errorf("parseGenWorkers(\"\"): %v, %v; want the default suite", cfg.Workers, err)
 	}
 }

@@ -63,11 +63,16 @@ func runTrain(args []string) error {
 	hidden := fs.String("hidden", "", "hidden layer widths, comma-separated (default 64,64)")
 	generated := fs.Int("generated", 0, "also train on this many generated scenarios (train.Generate: arrival shapes, class mixes, SLAs, costs, tenants, CPUs, interference drawn from wide distributions)")
 	genSeed := fs.Int64("gen-seed", 1, "seed of the generated scenarios")
+	genWorkers := fs.String("gen-workers", "", "the worker counts the generated scenarios' nodes are drawn from, comma-separated (default: 2 to 16; `make model` uses the default)")
 	if done, err := parseCommandFlags(fs, args); done {
 		return err
 	}
 	if *expDir != "" {
 		return runFineTune(*expDir, *initModel, *out, *seed, *epochs, *version)
+	}
+	gen, err := parseGenWorkers(*genWorkers)
+	if err != nil {
+		return err
 	}
 	if *valSeeds < 0 || *valScenarios < 0 {
 		return fmt.Errorf("--validation-seeds %d, --validation-scenarios %d: want 0 (the default) or more", *valSeeds, *valScenarios)
@@ -87,8 +92,8 @@ func runTrain(args []string) error {
 		names = append(names, sc.Name)
 	}
 	if *generated > 0 {
-		scs = append(scs, train.Generate(*genSeed, *generated, train.GenConfig{})...)
-		names = append(names, fmt.Sprintf("%d generated (seed %d)", *generated, *genSeed))
+		scs = append(scs, train.Generate(*genSeed, *generated, gen)...)
+		names = append(names, fmt.Sprintf("%d generated (seed %d%s)", *generated, *genSeed, genWorkersNote(gen)))
 	}
 	prog := newProgress(os.Stdout)
 	cfg := train.DQNConfig{Seed: *seed, Episodes: *episodes, Ensemble: *ensemble,

@@ -28,6 +28,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/triage-agent/triage/train"
 )
 
 // envPrefix prefixes every flag's environment variable.
@@ -234,4 +236,37 @@ func parseAblate(v string) (kernel bool, err error) {
 		return true, nil
 	}
 	return false, fmt.Errorf("--ablate %q: the only ablation is kernel", v)
+}
+
+// parseGenWorkers reads a --gen-workers flag of eval and train: the worker
+// counts generated scenarios draw their nodes from, comma-separated ("":
+// the default suite's, train.DefaultGenWorkers).
+func parseGenWorkers(v string) (train.GenConfig, error) {
+	var cfg train.GenConfig
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		w, err := strconv.Atoi(f)
+		if err != nil {
+			return cfg, fmt.Errorf("--gen-workers %q: %q is not a whole number of workers", v, f)
+		}
+		cfg.Workers = append(cfg.Workers, w)
+		if len(cfg.Workers) > train.MaxGenWorkerChoices {
+			break // Validate refuses the list; stop reading it
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("--gen-workers %q: %w", v, err)
+	}
+	return cfg, nil
+}
+
+// genWorkersNote names a --gen-workers list for a report: "" for the
+// default suite's.
+func genWorkersNote(cfg train.GenConfig) string {
+	if len(cfg.Workers) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", workers %v", cfg.Workers)
 }
