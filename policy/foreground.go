@@ -119,10 +119,11 @@ type Foreground struct {
 // ServedReserve is the reserve the agent sends for a node whose state is s
 // (the node's part of a state vector), whose recent tasks ran slowdown
 // times their described cost and whose foreground is fg, on workers
-// workers: Reserve, with a contended share sized to the foreground
-// (SizeReserve) unless the run queue says the CPUs are oversubscribed (its
-// p99 at ContendedRunqP99Us or more), and none at all where the foreground
-// has gone from a calm node (NoForegroundToProtect). Where the CPUs are
+// workers: Reserve, with its share sized to the foreground (a contended
+// one by SizeReserve, a calm one on a large node by SizeCalmReserve)
+// unless the run queue says the CPUs are oversubscribed (its p99 at
+// ContendedRunqP99Us or more), and none at all where the foreground has
+// gone from a calm node (NoForegroundToProtect). Where the CPUs are
 // oversubscribed every runnable worker slows every other one, the urgent
 // ones included, and holding half of them back pays by itself; elsewhere
 // (the disk, a neighbour on other CPUs, a slowdown the kernel does not
@@ -134,6 +135,9 @@ func ServedReserve(s *State, slowdown float64, fg Foreground, workers int) float
 	}
 	if noForegroundToProtect(s, share, fg.IdleMs) {
 		return 0
+	}
+	if share == CalmReserve {
+		return SizeCalmReserve(fg.Workers, slowdown, workers)
 	}
 	return SizeReserve(share, fg.Workers, slowdown, workers)
 }

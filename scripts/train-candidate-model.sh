@@ -51,6 +51,12 @@ VARY="${TRIAGE_MODEL_VARY_NODE:-1}"
 # the list (the project's files first, then the generated ones), each
 # member's checkpoints are scored on.
 VALIDATION="${TRIAGE_MODEL_VALIDATION_SCENARIOS:-12}"
+# The worker counts the generated scenarios' nodes are drawn from
+# (--gen-workers; empty: 2 to 16, train.DefaultGenWorkers, what the shipped
+# model was trained on). The version says "-w" and the list where set.
+GEN_WORKERS="${TRIAGE_MODEL_GEN_WORKERS:-}"
+WORKERS_TAG=""
+if [ -n "$GEN_WORKERS" ]; then WORKERS_TAG="-w${GEN_WORKERS//,/.}"; fi
 NODE_TAG="-vn"
 if [ "$VARY" != 1 ]; then NODE_TAG="-vn${VARY}"; fi
 VAL_TAG=""
@@ -62,10 +68,10 @@ TREE="$(git rev-parse --short=10 HEAD 2>/dev/null || echo untracked)"
 if ! git diff --quiet HEAD 2>/dev/null; then TREE="${TREE}-dirty"; fi
 "$BIN" train \
   --scenario "$(ls testdata/scenarios/*.json | paste -sd, -)" \
-  --generated "$GEN" --gen-seed "$GEN_SEED" \
+  --generated "$GEN" --gen-seed "$GEN_SEED" --gen-workers "$GEN_WORKERS" \
   --seed "$SEED" --episodes "$EPISODES" --ensemble "$ENSEMBLE" --blame-weight "$BLAME" \
   --missing-sources "$MISSING" --vary-node "$VARY" --teacher best --demo-episodes "$DEMO" --demo-margin "$MARGIN" \
   --validation-scenarios "$VALIDATION" \
-  --version "${TRIAGE_MODEL_VERSION:-candidate-${TREE}-v3-s${SEED}-g${GEN}x${GEN_SEED}-e${EPISODES}x${ENSEMBLE}${NODE_TAG}${VAL_TAG}}" \
+  --version "${TRIAGE_MODEL_VERSION:-candidate-${TREE}-v3-s${SEED}-g${GEN}x${GEN_SEED}-e${EPISODES}x${ENSEMBLE}${NODE_TAG}${VAL_TAG}${WORKERS_TAG}}" \
   --out "$OUT/model.onnx" \
   --report "$OUT/report"

@@ -17,16 +17,22 @@ func TestServedRowsReleaseTheReserveThatProtectsNoOne(t *testing.T) {
 	served := &DeciderPolicy{Label: "dqn", Decider: sess}
 	blind := &DeciderPolicy{Label: "dqn-ablated", Decider: &AblatedDecider{Decider: sess, Off: policy.KernelFeatures}}
 	trainer := &MLPPolicy{Label: "trainer", Net: constNet([policy.NumActions]float32{0: 1})}
+	// What the served rows hold while they hold anything: the calm reserve
+	// sized to a foreground of no load, one worker of the 8.
+	kept := policy.SizeCalmReserve(0, 1, 8)
+	if policy.ReserveWorkers(kept, 8) != 1 {
+		t.Fatalf("the calm reserve of 8 workers without a foreground holds %d, want 1", policy.ReserveWorkers(kept, 8))
+	}
 	for _, c := range []struct {
 		idleMs float64
 		want   float64
-	}{{0, policy.CalmReserve}, {policy.ForegroundGoneMs - 1, policy.CalmReserve}, {policy.ForegroundGoneMs, 0}, {60_000, 0}} {
+	}{{0, kept}, {policy.ForegroundGoneMs - 1, kept}, {policy.ForegroundGoneMs, 0}, {60_000, 0}} {
 		v.ForegroundIdleMs = c.idleMs
 		if got := served.Reserve(v); got != c.want {
 			t.Errorf("served, foreground gone %v ms: %v, want %v", c.idleMs, got, c.want)
 		}
-		if got := blind.Reserve(v); got != policy.CalmReserve {
-			t.Errorf("blind, foreground gone %v ms: %v, want %v", c.idleMs, got, policy.CalmReserve)
+		if got := blind.Reserve(v); got != kept {
+			t.Errorf("blind, foreground gone %v ms: %v, want %v", c.idleMs, got, kept)
 		}
 		if got := trainer.Reserve(v); got != policy.CalmReserve {
 			t.Errorf("trainer, foreground gone %v ms: %v, want %v", c.idleMs, got, policy.CalmReserve)
@@ -109,8 +115,10 @@ func TestBackgroundOnlyWorkloadGetsTheWholeNode(t *testing.T) {
 		busy[k] = MostAtOnce(out, 0)
 		met[k] = Summarise(sc, out).SLAAttainment
 	}
-	if busy[0] != 8 || busy[1] != 6 {
-		t.Errorf("workers busy at most: served %d, blind %d; want 8 and 6", busy[0], busy[1])
+	// Blind, the agent keeps the calm reserve, sized to a foreground of
+	// nothing: one worker of the 8.
+	if busy[0] != 8 || busy[1] != 7 {
+		t.Errorf("workers busy at most: served %d, blind %d; want 8 and 7", busy[0], busy[1])
 	}
 	if met[0] <= met[1] {
 		t.Errorf("SLA attainment: served %.4f, blind %.4f; want the served row above", met[0], met[1])
