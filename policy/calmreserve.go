@@ -27,7 +27,7 @@ const MinCalmHeldWorkers = 1
 // never takes the last free one. Chosen on the generated selection sets
 // and on generated suites of 24 to 64 workers (`triage eval --gen-workers`),
 // checked on their check sets (docs/policy-history.md, "The calm quarter
-// sized to the foreground on large nodes").
+// sized to the foreground on large nodes (fortieth session)").
 func SizeCalmReserve(foregroundWorkers, slowdown float64, workers int) float64 {
 	if ReserveWorkers(CalmReserve, workers) <= MinCalmHeldWorkers ||
 		!(foregroundWorkers >= 0) || math.IsInf(foregroundWorkers, 1) {

@@ -11,12 +11,12 @@ import (
 func TestSizeCalmReserve(t *testing.T) {
 	inf := math.Inf(1)
 	cases := []struct {
-		name       string
-		fg, slow   float64
-		workers    int
-		wantHolds  int
-		wantShare  float64 // 0: only wantHolds is checked
-		wantQuartr bool
+		name        string
+		fg, slow    float64
+		workers     int
+		wantHolds   int
+		wantShare   float64 // 0: only wantHolds is checked
+		wantQuarter bool
 	}{
 		{"2 workers: the quarter, none held", 0, 1, 2, 0, 0, true},
 		{"4 workers: the quarter, one held", 0, 1, 4, 1, 0, true},
@@ -35,7 +35,7 @@ func TestSizeCalmReserve(t *testing.T) {
 	}
 	for _, c := range cases {
 		got := SizeCalmReserve(c.fg, c.slow, c.workers)
-		if c.wantQuartr && got != CalmReserve {
+		if c.wantQuarter && got != CalmReserve {
 			t.Errorf("%s: %v, want the quarter", c.name, got)
 		}
 		if c.wantShare != 0 && math.Abs(got-c.wantShare) > 1e-12 {

@@ -33,7 +33,8 @@ import "math"
 // chosen on.
 //
 // What the agent sends is ServedReserve (foreground.go): this rule, with a
-// contended half sized down to the foreground it protects where the run
+// contended half, and on nodes of eight workers or more the calm quarter
+// (calmreserve.go), sized down to the foreground it protects where the run
 // queue does not say the CPUs are oversubscribed.
 const (
 	// CalmReserve is the share held back on a calm node: one worker in

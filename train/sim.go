@@ -425,7 +425,8 @@ type NodeView struct {
 	Slowdown float64
 	// ForegroundWorkers is the foreground's recent load, the decision
 	// being made included (policy.ForegroundLoad.Workers): what a served
-	// policy sizes a contended reserve to (policy.SizeReserve).
+	// policy sizes a contended reserve, and a large calm one, to
+	// (policy.SizeReserve, policy.SizeCalmReserve).
 	ForegroundWorkers float64
 	// ForegroundIdleMs is how long before the decision being made the
 	// latest foreground task arrived, that decision included

@@ -60,7 +60,8 @@ type Assembler struct {
 	// feature 20 (policy.SLAWindow).
 	slas policy.SLAWindow
 	// fg is the foreground's recent load, under waitsMu: what the
-	// background reserve is sized to (policy.SizeReserve).
+	// background reserve is sized to (policy.SizeReserve,
+	// policy.SizeCalmReserve).
 	fg    policy.ForegroundLoad
 	start time.Time // the clock of waits and fg
 }
