@@ -146,6 +146,7 @@ func RunTasks(sc *Scenario, tasks []Task, p Policy, cfg SimConfig) ([]Outcome, e
 	s.inCPU = phaseHeap(s.target, out)
 	s.inIO = phaseHeap(s.target, out)
 	s.queue = newQueue(p, &s.out, sc.Workers, s.sig.slowdown.Value)
+	s.feasible = newFeasibleWork(&s.out)
 	s.view.policy = p
 	if err := s.run(p); err != nil {
 		return nil, fmt.Errorf("simulating %s under %s: %w", sc.Name, p.Name(), err)
@@ -158,6 +159,9 @@ type simulator struct {
 	cfg   SimConfig
 	out   []Outcome
 	queue queue
+	// feasible is the queued work that can still start in time, per
+	// level (NodeView.WaitMs).
+	feasible *feasibleWork
 	// Tasks in service: in the waking part of their CPU work, in the rest
 	// of it, or in their I/O part, each ordered by the virtual time its
 	// part ends (target, see node.go).
@@ -300,6 +304,7 @@ func (s *simulator) arrive(i int, p Policy) error {
 		s.hold.UrgentSLAMs = policy.UrgentBackgroundSLAMs(s.view.ForegroundSLAMs)
 	}
 	s.queue.push(i)
+	s.feasible.queued(i, s.now)
 	s.inFlight[level] += o.ExpectedMs
 	if s.cfg.OnDecide != nil {
 		s.cfg.OnDecide(o)
@@ -313,6 +318,7 @@ func (s *simulator) dispatch() {
 		if idx < 0 {
 			return
 		}
+		s.feasible.started(idx)
 		o := &s.out[idx]
 		o.StartMs, o.Started = s.now, true
 		o.MarkStart(s.busy(), s.workers, s.hold)
@@ -452,13 +458,7 @@ type NodeView struct {
 func (v *NodeView) WaitMs(level int) float64 {
 	// Only queued work that can still make its deadline counts: the
 	// executor runs late work after all of it (see priorityQueue).
-	q := 0.0
-	v.sim.queue.each(func(i int) {
-		o := &v.sim.out[i]
-		if o.Level >= level && v.Now+o.ExpectedMs <= o.DeadlineMs() {
-			q += o.ExpectedMs
-		}
-	})
+	q := v.sim.feasible.atOrAbove(level, v.Now)
 	free := v.freeTimes[:0]
 	for _, h := range [...]*indexHeap{&v.sim.inWake, &v.sim.inCPU, &v.sim.inIO} {
 		for _, idx := range h.idx {
