@@ -11,9 +11,9 @@ const MinCalmHeldWorkers = 1
 // whose recent tasks ran slowdown times their described cost: the calm
 // quarter (CalmReserve) where it holds MinCalmHeldWorkers or fewer (nodes
 // of under eight workers: nothing changes there), else ForegroundHeadroom
-// times the foreground's load stretched by the slowdown (1 while unknown or
-// under 1), in whole workers, never under MinCalmHeldWorkers nor over the
-// quarter. A foreground load that is not a finite number of zero or more
+// times the foreground's load stretched by the slowdown (stretchOf: 1
+// while unknown, under 1 or infinite), in whole workers, never under
+// MinCalmHeldWorkers nor over the quarter. A foreground load that is not a finite number of zero or more
 // keeps the quarter.
 //
 // Why: the quarter keeps workers free for urgent work that arrives while
@@ -33,10 +33,6 @@ func SizeCalmReserve(foregroundWorkers, slowdown float64, workers int) float64 {
 		!(foregroundWorkers >= 0) || math.IsInf(foregroundWorkers, 1) {
 		return CalmReserve
 	}
-	s := slowdown
-	if !(s >= 1) || math.IsInf(s, 1) {
-		s = 1
-	}
-	need := math.Max(MinCalmHeldWorkers, math.Ceil(foregroundWorkers*s*ForegroundHeadroom))
+	need := math.Max(MinCalmHeldWorkers, math.Ceil(foregroundWorkers*stretchOf(slowdown)*ForegroundHeadroom))
 	return math.Min(CalmReserve, need/float64(workers))
 }

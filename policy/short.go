@@ -1,7 +1,5 @@
 package policy
 
-import "math"
-
 // ShortBackgroundSLAs is how many of the tightest foreground SLAs a
 // background task may be expected to take, stretched by the node's
 // slowdown, and still start on a worker that a contended reserve holds
@@ -33,11 +31,7 @@ func ShortBackgroundMs(tightestSLAMs, slowdown float64) float64 {
 	if !knownPositive(tightestSLAMs) {
 		return 0
 	}
-	s := slowdown
-	if !(s >= 1) || math.IsInf(s, 1) {
-		s = 1
-	}
-	return ShortBackgroundSLAs * tightestSLAMs / s
+	return ShortBackgroundSLAs * tightestSLAMs / stretchOf(slowdown)
 }
 
 // Hold is what an executor holds back from background work (priority 0):

@@ -60,3 +60,14 @@ func (w *SlowdownWindow) Value() float64 {
 // MinSlowdownSamples is how many finished tasks the slowdown needs before
 // it is believed.
 const MinSlowdownSamples = 16
+
+// stretchOf is how many times longer than described a slowdown
+// (SlowdownWindow.Value) makes work: the slowdown itself, or 1 where it is
+// unknown (NaN), under 1 (work that runs faster than described is not
+// counted shorter) or infinite.
+func stretchOf(slowdown float64) float64 {
+	if !(slowdown >= 1) || math.IsInf(slowdown, 1) {
+		return 1
+	}
+	return slowdown
+}
