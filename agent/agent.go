@@ -71,6 +71,11 @@ type nodeSnapshot struct {
 	inputs   policy.Inputs    // the node part of every task's inputs
 	features state.Features   // the node's own vector with each feature's source
 	wire     *wire.NodeState
+	// foregroundGone is whether no foreground task had been decided for
+	// policy.ForegroundGoneMs when it was taken: its reserve may be
+	// released or bounded, and the next foreground decision asks for a new
+	// snapshot (observeLevel).
+	foregroundGone bool
 }
 
 // profiler is what the agent needs of the flame-graph recorder.

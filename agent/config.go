@@ -159,6 +159,13 @@ type Config struct {
 	// default the node's CPUs. An upstream that runs more (or fewer) tasks
 	// at once than the node has CPUs sets it (docs/operating.md).
 	Workers int
+	// CPUs is the CPUs the executor's workers share on this node; default
+	// the CPUs this agent may run on (runtime.NumCPU). Where the run queue
+	// says they are oversubscribed and no foreground task has come for a
+	// while, the agent holds back no more workers than the executor has
+	// beyond them (policy.ReserveOnBusyCPUs; docs/policy.md). An executor
+	// confined to fewer CPUs than the node has sets it.
+	CPUs int
 	// TaskTimeout ends the tracking of a task whose outcome never came; it
 	// is logged as timed out. Default 30s. MaxPending bounds the tracked
 	// tasks; default 65536 (the oldest is timed out early beyond it).
@@ -256,6 +263,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.ModelWatchInterval = positiveOr(c.ModelWatchInterval, time.Second)
 	c.MaxBatch = positiveOr(c.MaxBatch, DefaultMaxBatch)
 	c.Workers = positiveOr(c.Workers, runtime.NumCPU())
+	c.CPUs = positiveOr(c.CPUs, runtime.NumCPU())
 	c.TaskTimeout = positiveOr(c.TaskTimeout, DefaultTaskTimeout)
 	c.MaxPending = positiveOr(c.MaxPending, DefaultMaxPending)
 	c.StateInterval = positiveOr(c.StateInterval, DefaultStateInterval)

@@ -253,11 +253,13 @@ func (a *Agent) refreshNode(now time.Time) {
 	n.features = a.asm.Features(&n.signals, qlen, now)
 	vec := n.features.Vector()
 	tightest := a.asm.ForegroundSLA(now)
+	fg := a.asm.Foreground(now)
+	n.foregroundGone = fg.IdleMs >= policy.ForegroundGoneMs
 	n.wire = &wire.NodeState{
 		Epoch: a.epoch.Add(1), UnixNano: now.UnixNano(), Features: vec[:], Sources: n.features.Sources(),
 		RunqP50Us: float32(orZero(n.inputs.RunqP50Us)), RunqP99Us: float32(orZero(n.inputs.RunqP99Us)),
 		QueueLen: uint32(qlen), QueueCap: uint32(a.asm.Workers()), CpuUtil: float32(orZero(n.inputs.CPUUtil)),
-		Node: a.cfg.NodeName, BackgroundReserve: wire.ReserveField(a.reserve(&vec, now)),
+		Node: a.cfg.NodeName, BackgroundReserve: wire.ReserveField(a.reserve(&vec, fg)),
 		BackgroundShortMs:     float32(policy.ShortBackgroundMs(tightest, a.asm.Slowdown())),
 		BackgroundUrgentSlaMs: float32(policy.UrgentBackgroundSLAMs(tightest)),
 	}
@@ -268,29 +270,32 @@ func (a *Agent) refreshNode(now time.Time) {
 }
 
 // reserve is the background reserve the agent sends for the node state
-// vec (policy.ServedReserve): policy.Reserve of the state and the work's
-// slowdown, a contended one sized to the foreground's recent load unless
-// the run queue says the CPUs are oversubscribed, none where the
-// foreground has gone from a calm node (policy.NoForegroundToProtect; sent
-// as wire.NoReserve).
-func (a *Agent) reserve(vec *policy.State, now time.Time) float64 {
-	return policy.ServedReserve(vec, a.asm.Slowdown(), a.asm.Foreground(now), a.asm.Workers())
+// vec, whose foreground is fg (policy.ServedReserve): policy.Reserve of the
+// state and the work's slowdown, a contended one sized to the foreground's
+// recent load unless the run queue says the CPUs are oversubscribed, none
+// where the foreground has gone from a calm node
+// (policy.NoForegroundToProtect; sent as wire.NoReserve), and no more than
+// the workers beyond the executor's CPUs where it has gone from
+// oversubscribed ones (policy.ReserveOnBusyCPUs).
+func (a *Agent) reserve(vec *policy.State, fg policy.Foreground) float64 {
+	return policy.ServedReserve(vec, a.asm.Slowdown(), fg, a.asm.Workers(), a.cfg.CPUs)
 }
 
 // observeLevel records one task decided at now at level (by the agent, or
 // locally by a client), whose expected cost is costMs and whose SLA is
 // slaMs, for the foreground's load and idle time
 // (state.Assembler.ObserveLevel). A task at level 1 or more decided while
-// the node's reserve is none (policy.NoForegroundToProtect) asks the state
-// loop for a node snapshot now: the reserve then comes back at once, not
-// at the next tick, in the answers and in the clients' tables. It never
-// blocks.
+// the node's snapshot was taken with the foreground gone (the reserve then
+// released or bounded: policy.NoForegroundToProtect,
+// policy.ReserveOnBusyCPUs) asks the state loop for a node snapshot now:
+// the reserve then comes back at once, not at the next tick, in the
+// answers and in the clients' tables. It never blocks.
 func (a *Agent) observeLevel(now time.Time, level int, costMs, slaMs float64) {
 	a.asm.ObserveLevel(now, level, costMs, slaMs)
 	if level < 1 {
 		return
 	}
-	if n := a.node.Load(); n == nil || n.wire.GetBackgroundReserve() != wire.NoReserve {
+	if n := a.node.Load(); n == nil || !n.foregroundGone {
 		return
 	}
 	select {

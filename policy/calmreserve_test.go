@@ -58,23 +58,23 @@ func TestServedReserveSizesTheCalmQuarterOnLargeNodes(t *testing.T) {
 	calm[FeatRunqP99] = float32(runqRange.scale(60))
 	oversubscribed[FeatRunqP99] = float32(runqRange.scale(4600))
 	fg := Foreground{Workers: 2}
-	if got := ServedReserve(&calm, 1, fg, 32); ReserveWorkers(got, 32) != 6 {
+	if got := ServedReserve(&calm, 1, fg, 32, 32); ReserveWorkers(got, 32) != 6 {
 		t.Errorf("calm, 32 workers, two of foreground: %v holds %d, want 6", got, ReserveWorkers(got, 32))
 	}
-	if got := ServedReserve(&calm, 1, fg, 4); got != CalmReserve {
+	if got := ServedReserve(&calm, 1, fg, 4, 4); got != CalmReserve {
 		t.Errorf("calm, 4 workers: %v, want the quarter", got)
 	}
 	// Work at its cost keeps the node calm by Reserve, but the run queue
 	// says the CPUs are oversubscribed: the quarter, unsized.
-	if got := ServedReserve(&oversubscribed, 1, fg, 32); got != CalmReserve {
+	if got := ServedReserve(&oversubscribed, 1, fg, 32, 32); got != CalmReserve {
 		t.Errorf("oversubscribed CPUs, work at its cost, 32 workers: %v, want the quarter", got)
 	}
-	if got := ServedReserve(&oversubscribed, 0, fg, 32); got != ContendedReserve {
+	if got := ServedReserve(&oversubscribed, 0, fg, 32, 32); got != ContendedReserve {
 		t.Errorf("oversubscribed CPUs, slowdown unknown, 32 workers: %v, want the half", got)
 	}
 	// Contended by its slowdown on CPUs that are not oversubscribed: the
 	// half sized to the foreground (SizeReserve), never under the quarter.
-	if got := ServedReserve(&calm, 2, fg, 32); got != SizeReserve(ContendedReserve, 2, 2, 32) || got < CalmReserve {
+	if got := ServedReserve(&calm, 2, fg, 32, 32); got != SizeReserve(ContendedReserve, 2, 2, 32) || got < CalmReserve {
 		t.Errorf("contended, 32 workers: %v, want SizeReserve's %v", got, SizeReserve(ContendedReserve, 2, 2, 32))
 	}
 }

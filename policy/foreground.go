@@ -119,19 +119,21 @@ type Foreground struct {
 // ServedReserve is the reserve the agent sends for a node whose state is s
 // (the node's part of a state vector), whose recent tasks ran slowdown
 // times their described cost and whose foreground is fg, on workers
-// workers: Reserve, with its share sized to the foreground (a contended
-// one by SizeReserve, a calm one on a large node by SizeCalmReserve)
-// unless the run queue says the CPUs are oversubscribed (its p99 at
-// ContendedRunqP99Us or more), and none at all where the foreground has
-// gone from a calm node (NoForegroundToProtect). Where the CPUs are
-// oversubscribed every runnable worker slows every other one, the urgent
-// ones included, and holding half of them back pays by itself; elsewhere
-// (the disk, a neighbour on other CPUs, a slowdown the kernel does not
-// show) the half only starves the background.
-func ServedReserve(s *State, slowdown float64, fg Foreground, workers int) float64 {
+// workers sharing cpus CPUs (0: unknown): Reserve, with its share sized to
+// the foreground (a contended one by SizeReserve, a calm one on a large
+// node by SizeCalmReserve) unless the run queue says the CPUs are
+// oversubscribed (its p99 at ContendedRunqP99Us or more), and none at all
+// where the foreground has gone from a calm node (NoForegroundToProtect).
+// Where the CPUs are oversubscribed every runnable worker slows every
+// other one, the urgent ones included, and holding half of them back pays
+// by itself, until the foreground has gone: then no more than the workers
+// beyond the CPUs are held (ReserveOnBusyCPUs). Elsewhere (the disk, a
+// neighbour on other CPUs, a slowdown the kernel does not show) the half
+// only starves the background.
+func ServedReserve(s *State, slowdown float64, fg Foreground, workers, cpus int) float64 {
 	share := Reserve(s, slowdown)
 	if runqContended(s) {
-		return share
+		return ReserveOnBusyCPUs(share, fg.IdleMs, workers, cpus)
 	}
 	if noForegroundToProtect(s, share, fg.IdleMs) {
 		return 0

@@ -86,7 +86,7 @@ func TestServedReserveKeepsTheHalfWhereTheCPUsAreOversubscribed(t *testing.T) {
 		{"slowdown unknown, long run queue: the half", &long, math.NaN(), ContendedReserve},
 		{"work as described: calm whatever the run queue", &long, 1, CalmReserve},
 	} {
-		if got := ServedReserve(c.s, c.slowdown, Foreground{Workers: 0.01}, 8); got != c.want {
+		if got := ServedReserve(c.s, c.slowdown, Foreground{Workers: 0.01}, 8, 8); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}

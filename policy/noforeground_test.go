@@ -50,7 +50,7 @@ func TestNoForegroundToProtectNeedsTheForegroundGoneAndAKernelThatSaysCalm(t *te
 				want = CalmReserve // the half sized to a foreground of nothing
 			}
 		}
-		if got := ServedReserve(&s, c.slowdown, Foreground{IdleMs: c.idleMs}, 8); got != want {
+		if got := ServedReserve(&s, c.slowdown, Foreground{IdleMs: c.idleMs}, 8, 2); got != want {
 			t.Errorf("%s: ServedReserve = %v, want %v", c.name, got, want)
 		}
 	}

@@ -70,12 +70,14 @@ func seenReserve(v *NodeView, off []int) float64 {
 // servedReserve is the reserve the agent serves (policy.ServedReserve) of
 // the node as a policy blind to the features off sees it: seenReserve's,
 // a contended one sized to the foreground's recent load where the run
-// queue does not say the CPUs are oversubscribed, and none where no
+// queue does not say the CPUs are oversubscribed, none where no
 // foreground task arrived for policy.ForegroundGoneMs on a calm node whose
-// run queue is short (policy.NoForegroundToProtect).
+// run queue is short (policy.NoForegroundToProtect), and no more than the
+// workers beyond the node's CPUs where it has gone from oversubscribed
+// CPUs (policy.ReserveOnBusyCPUs).
 func servedReserve(v *NodeView, off []int) float64 {
 	st := seenState(v, off)
-	return policy.ServedReserve(&st, v.Slowdown, policy.Foreground{Workers: v.ForegroundWorkers, IdleMs: v.ForegroundIdleMs}, v.Workers)
+	return policy.ServedReserve(&st, v.Slowdown, policy.Foreground{Workers: v.ForegroundWorkers, IdleMs: v.ForegroundIdleMs}, v.Workers, v.CPUs)
 }
 
 // seenState is the node's state as a policy blind to the features off

@@ -93,24 +93,30 @@ func TestMalformedFile(t *testing.T) {
 	}
 }
 
-// The workloads outside the generator's range parse, are named after
-// their files, and no training recipe reads them.
+// The workloads outside the generator's range, and those written to check
+// a rule on this machine's real workers, parse, are named after their
+// files, and no training recipe reads them.
 func TestOutsideScenariosParseAndAreNotTrainedOn(t *testing.T) {
-	files, _ := filepath.Glob("../testdata/outside/*.json")
-	if len(files) < 11 {
-		t.Fatalf("want the 11 files in testdata/outside, have %d", len(files))
-	}
-	for _, f := range files {
-		sc, err := LoadScenario(f)
-		if err != nil {
-			t.Errorf("%s: %v", f, err)
-			continue
+	for _, dir := range []struct {
+		path string
+		want int
+	}{{"testdata/outside", 11}, {"testdata/realcheck", 1}} {
+		files, _ := filepath.Glob("../" + dir.path + "/*.json")
+		if len(files) < dir.want {
+			t.Fatalf("want the %d files in %s, have %d", dir.want, dir.path, len(files))
 		}
-		if filepath.Base(f) != sc.Name+".json" {
-			t.Errorf("%s: name %q not the file's", f, sc.Name)
+		for _, f := range files {
+			sc, err := LoadScenario(f)
+			if err != nil {
+				t.Errorf("%s: %v", f, err)
+				continue
+			}
+			if filepath.Base(f) != sc.Name+".json" {
+				t.Errorf("%s: name %q not the file's", f, sc.Name)
+			}
 		}
+		notReadByTraining(t, dir.path)
 	}
-	notReadByTraining(t, "testdata/outside")
 }
 
 // notReadByTraining fails if a training recipe or the Makefile names dir.

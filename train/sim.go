@@ -276,7 +276,7 @@ func (s *simulator) busy() int { return s.inWake.Len() + s.inCPU.Len() + s.inIO.
 func (s *simulator) arrive(i int, p Policy) error {
 	o := &s.out[i]
 	o.State = s.sig.state(o, s.queue.Len()+s.busy(), &s.inFlight, s.now)
-	s.view.sim, s.view.Now, s.view.Workers, s.view.State = s, s.now, s.workers, o.State
+	s.view.sim, s.view.Now, s.view.Workers, s.view.CPUs, s.view.State = s, s.now, s.workers, s.sc.NodeCPUs(), o.State
 	s.view.Slowdown = s.sig.slowdown.Value()
 	if s.cfg.NoServiceTimes {
 		s.view.Slowdown = math.NaN()
@@ -424,7 +424,11 @@ type NodeView struct {
 	policy  Policy
 	Now     float64
 	Workers int
-	State   policy.State
+	// CPUs is the node's CPUs (Scenario.NodeCPUs): what a served policy
+	// bounds the reserve of oversubscribed CPUs by once the foreground has
+	// gone (policy.ReserveOnBusyCPUs), as the agent does with its --cpus.
+	CPUs  int
+	State policy.State
 	// Slowdown is how much slower than described the node's recently
 	// finished tasks ran (policy.SlowdownWindow; NaN until enough have):
 	// what gates the background reserve a Reserver asks for.

@@ -77,6 +77,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.DurationVar(&cfg.BatchWindow, "batch-window", 0, "extra time a decision batch waits for more requests (0 = only what arrived during the previous batch)")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", agent.DefaultMaxBatch, "most tasks in one batched model call")
 	fs.IntVar(&cfg.Workers, "workers", 0, "the upstream executor's worker slots on this node, feature 0's denominator (0: the node's CPUs)")
+	fs.IntVar(&cfg.CPUs, "cpus", 0, "the CPUs the upstream executor's workers share on this node (0: the CPUs the agent may run on); where they are oversubscribed and the foreground has gone, background work may run one task per CPU")
 	fs.DurationVar(&cfg.TaskTimeout, "task-timeout", agent.DefaultTaskTimeout, "stop tracking a decided task whose outcome has not come after this long")
 	fs.IntVar(&cfg.MaxPending, "max-pending", agent.DefaultMaxPending, "most decided tasks tracked at once (the oldest is timed out early beyond it)")
 	fs.DurationVar(&cfg.StateInterval, "state-interval", agent.DefaultStateInterval, "how often the node state is refreshed")

@@ -44,6 +44,15 @@ type node struct {
 	settled time.Duration
 }
 
+// cpuCount is how many CPUs the workers run on: the CPU set's, or the
+// machine's where they run on all of them.
+func (n *node) cpuCount() int {
+	if len(n.cpus) > 0 {
+		return len(n.cpus)
+	}
+	return runtime.NumCPU()
+}
+
 // CheckNode refuses a scenario whose node this machine cannot give: more
 // CPUs than it has.
 func CheckNode(sc *train.Scenario) error {
