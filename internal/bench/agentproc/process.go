@@ -38,6 +38,11 @@ type Config struct {
 	// ExtraArgs are further flags of `triage agent` the caller needs
 	// (--workers N, --experience-max-bytes N).
 	ExtraArgs []string
+	// Env is further environment of the child, KEY=VALUE, over the
+	// caller's: a setting a binary of any age may be given, since an agent
+	// reads only the TRIAGE_* variables of the flags it has, where it
+	// refuses a flag it does not know.
+	Env []string
 	// ErrorLog, when set, receives each level=ERROR line of the agent's
 	// log as it comes, prefixed "agent: ".
 	ErrorLog io.Writer
@@ -76,7 +81,7 @@ func Start(ctx context.Context, c Config) (*Process, error) {
 	cmd := exec.Command(bin, c.args(certFile, keyFile)...)
 	// Flags win over the environment: a TRIAGE_* of the caller's shell
 	// cannot move the bench's agent off loopback.
-	cmd.Env = os.Environ()
+	cmd.Env = append(os.Environ(), c.Env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err

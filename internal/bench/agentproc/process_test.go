@@ -12,7 +12,7 @@ import (
 // A real `triage agent` child (built here): Start returns once it serves
 // and is ready, with the addresses of its serving line; /metrics scrapes;
 // Stop ends it cleanly. An agent that refuses its flags fails Start with
-// its exit, not a timeout.
+// its exit, not a timeout; Env reaches it.
 func TestStartScrapeStop(t *testing.T) {
 	faulttest.Long(t, "building and starting triage agent")
 	bin := testenv.BuildTriage(t)
@@ -24,7 +24,9 @@ func TestStartScrapeStop(t *testing.T) {
 	}
 
 	// The probes are the agent's own tests' concern; this one is the child.
-	p, err := Start(ctx, Config{Bin: bin, Dir: t.TempDir(), NoEBPF: true, ExtraArgs: []string{"--workers", "2"}})
+	// Env reaches the child: a flag's variable sets it, and one no flag
+	// reads (a binary older than the flag) is ignored.
+	p, err := Start(ctx, Config{Bin: bin, Dir: t.TempDir(), NoEBPF: true, Env: []string{"TRIAGE_WORKERS=3", "TRIAGE_NO_SUCH_FLAG=1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +43,9 @@ func TestStartScrapeStop(t *testing.T) {
 	m := p.Scrape()
 	if m["go_goroutines"] <= 0 || m.SumPrefix("triage_build_info{") != 1 {
 		t.Fatalf("scrape: goroutines %v, build info %v", m["go_goroutines"], m.SumPrefix("triage_build_info{"))
+	}
+	if got := m["triage_queue_capacity"]; got != 3 {
+		t.Fatalf("TRIAGE_WORKERS=3 in Env: triage_queue_capacity %v, want 3", got)
 	}
 	p.Stop()
 	p.Stop() // a second Stop returns at once

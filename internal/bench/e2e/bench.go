@@ -218,7 +218,10 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 	}
 	agentCfg := agentproc.Config{
 		Bin: c.AgentBin, Dir: dir, Model: c.Model, NoEBPF: c.NoEBPF,
-		ExtraArgs: []string{"--workers", strconv.Itoa(sc.Workers), "--cpus", strconv.Itoa(nd.cpuCount())}, ErrorLog: os.Stderr,
+		ExtraArgs: []string{"--workers", strconv.Itoa(sc.Workers)}, ErrorLog: os.Stderr,
+		// In the environment, so that --agent-bin may name a binary from
+		// before the flag.
+		Env: []string{"TRIAGE_CPUS=" + strconv.Itoa(nd.cpuCount())},
 	}
 	ag, err := agentproc.Start(ctx, agentCfg)
 	if err != nil {
