@@ -254,7 +254,7 @@ func (a *Agent) refreshNode(now time.Time) {
 	vec := n.features.Vector()
 	tightest := a.asm.ForegroundSLA(now)
 	fg := a.asm.Foreground(now)
-	n.foregroundGone = fg.IdleMs >= policy.ForegroundGoneMs
+	n.foregroundGone = policy.ForegroundGone(fg.IdleMs)
 	n.wire = &wire.NodeState{
 		Epoch: a.epoch.Add(1), UnixNano: now.UnixNano(), Features: vec[:], Sources: n.features.Sources(),
 		RunqP50Us: float32(orZero(n.inputs.RunqP50Us)), RunqP99Us: float32(orZero(n.inputs.RunqP99Us)),

@@ -23,7 +23,7 @@ package policy
 // (docs/policy-history.md, "A reserve bounded by the CPUs where no
 // foreground is left (forty-first session)").
 func ReserveOnBusyCPUs(share, foregroundIdleMs float64, workers, cpus int) float64 {
-	if !(foregroundIdleMs >= ForegroundGoneMs) || workers <= 0 || cpus <= 0 {
+	if !ForegroundGone(foregroundIdleMs) || workers <= 0 || cpus <= 0 {
 		return share
 	}
 	beyond := max(0, workers-cpus)

@@ -7,6 +7,13 @@ package policy
 // keeps its reserve.
 const ForegroundGoneMs = 5 * ForegroundLoadWindowMs
 
+// ForegroundGone is whether a foreground whose latest task was decided
+// idleMs ago (ForegroundLoad.IdleMs) has gone: ForegroundGoneMs or more,
+// and a number. What releases a calm reserve (NoForegroundToProtect) and
+// bounds an oversubscribed one (ReserveOnBusyCPUs), and what makes the
+// agent take a new snapshot on the next foreground decision.
+func ForegroundGone(idleMs float64) bool { return idleMs >= ForegroundGoneMs }
+
 // NoForegroundToProtect is whether the agent holds nothing back from
 // background work: no foreground task decided for ForegroundGoneMs or
 // more (foregroundIdleMs, ForegroundLoad.IdleMs), the node calm (Reserve's
@@ -34,6 +41,6 @@ func NoForegroundToProtect(s *State, slowdown, foregroundIdleMs float64) bool {
 // noForegroundToProtect is NoForegroundToProtect for a node whose Reserve
 // is share, already computed.
 func noForegroundToProtect(s *State, share, foregroundIdleMs float64) bool {
-	return foregroundIdleMs >= ForegroundGoneMs && share == CalmReserve &&
+	return ForegroundGone(foregroundIdleMs) && share == CalmReserve &&
 		s[FeatRunqP99] > 0 && !runqContended(s)
 }
