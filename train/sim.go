@@ -147,7 +147,7 @@ func RunTasks(sc *Scenario, tasks []Task, p Policy, cfg SimConfig) ([]Outcome, e
 	s.inIO = phaseHeap(s.target, out)
 	s.queue = newQueue(p, &s.out, sc.Workers, s.sig.slowdown.Value)
 	s.feasible = newFeasibleWork(&s.out)
-	s.view.policy = p
+	s.view.policy, s.view.CPUs = p, sc.NodeCPUs()
 	if err := s.run(p); err != nil {
 		return nil, fmt.Errorf("simulating %s under %s: %w", sc.Name, p.Name(), err)
 	}
@@ -276,7 +276,7 @@ func (s *simulator) busy() int { return s.inWake.Len() + s.inCPU.Len() + s.inIO.
 func (s *simulator) arrive(i int, p Policy) error {
 	o := &s.out[i]
 	o.State = s.sig.state(o, s.queue.Len()+s.busy(), &s.inFlight, s.now)
-	s.view.sim, s.view.Now, s.view.Workers, s.view.CPUs, s.view.State = s, s.now, s.workers, s.sc.NodeCPUs(), o.State
+	s.view.sim, s.view.Now, s.view.Workers, s.view.State = s, s.now, s.workers, o.State
 	s.view.Slowdown = s.sig.slowdown.Value()
 	if s.cfg.NoServiceTimes {
 		s.view.Slowdown = math.NaN()
