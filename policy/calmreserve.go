@@ -11,10 +11,10 @@ const MinCalmHeldWorkers = 1
 // whose recent tasks ran slowdown times their described cost: the calm
 // quarter (CalmReserve) where it holds MinCalmHeldWorkers or fewer (nodes
 // of under eight workers: nothing changes there), else ForegroundHeadroom
-// times the foreground's load stretched by the slowdown (stretchOf: 1
-// while unknown, under 1 or infinite), in whole workers, never under
-// MinCalmHeldWorkers nor over the quarter. A foreground load that is not a finite number of zero or more
-// keeps the quarter.
+// times the foreground's load stretched by the slowdown (stretchOf: 1 while
+// unknown, under 1 or infinite), in whole workers, never under
+// MinCalmHeldWorkers nor over the quarter. A foreground load that is not a
+// finite number of zero or more keeps the quarter.
 //
 // Why: the quarter keeps workers free for urgent work that arrives while
 // background work holds the rest, and a quarter is about the foreground's

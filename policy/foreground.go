@@ -8,9 +8,9 @@ import "math"
 // work keeps busy at its described cost. It sizes the contended background
 // reserve (SizeReserve) and a large node's calm one (SizeCalmReserve). The
 // agent (every task it decides, and every local decision a client reports)
-// and the simulator (every arrival) keep one each. It sums into fixed time buckets, so its memory does not grow with
-// the task rate. The zero value is empty and ready; it is not safe for
-// concurrent use.
+// and the simulator (every arrival) keep one each. It sums into fixed time
+// buckets, so its memory does not grow with the task rate. The zero value
+// is empty and ready; it is not safe for concurrent use.
 type ForegroundLoad struct {
 	sums   [foregroundBuckets]float64
 	slas   [foregroundBuckets]float64 // each bucket's tightest SLA; 0: none known

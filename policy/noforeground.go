@@ -24,16 +24,17 @@ func ForegroundGone(idleMs float64) bool { return idleMs >= ForegroundGoneMs }
 // keeps the calm quarter, as before.
 //
 // Why: the calm quarter keeps workers free for urgent work that arrives
-// while background work holds the rest; where every task is background
-// (a job queue, a batch tier) it protects no one and idles a quarter of
-// the node, which under load is the quarter of the work that misses its
-// SLA (testdata/outside/out-all-long, a batch tier at 94% of 8 workers:
-// 0.8718 with the quarter, 0.9463 without, over 8 seeds). Where the CPUs
-// are oversubscribed the quarter is also a concurrency limit that keeps
-// the running work fast (a 4-worker node on 3 CPUs lost 6 points without
-// it), and the run queue says where: the kernel decides. Chosen on the generated selection sets and the
-// project's files, checked on the check sets (docs/policy-history.md, "A
-// reserve that protects no one (thirty-ninth session)").
+// while background work holds the rest; where every task is background (a
+// job queue, a batch tier) it protects no one and idles a quarter of the
+// node, which under load is the quarter of the work that misses its SLA
+// (testdata/outside/out-all-long, a batch tier at 94% of 8 workers: 0.8718
+// with the quarter, 0.9463 without, over 8 seeds). Where the CPUs are
+// oversubscribed the quarter is also a concurrency limit that keeps the
+// running work fast (a 4-worker node on 3 CPUs lost 6 points without it),
+// and the run queue says where: the kernel decides. Chosen on the generated
+// selection sets and the project's files, checked on the check sets
+// (docs/policy-history.md, "A reserve that protects no one (thirty-ninth
+// session)").
 func NoForegroundToProtect(s *State, slowdown, foregroundIdleMs float64) bool {
 	return noForegroundToProtect(s, Reserve(s, slowdown), foregroundIdleMs)
 }
