@@ -55,8 +55,8 @@ func newQueueOrdered(keyOrdered bool, out *[]Outcome) queue {
 	q := &priorityQueue{}
 	for l := range q.feasible {
 		q.feasible[l] = outcomeHeap(out, byKey)
-		q.late[l] = outcomeHeap(out, byExpected)
 	}
+	q.late.init(out)
 	q.out = out
 	return q
 }
@@ -82,8 +82,9 @@ func eachIdx(idx []int, f func(i int)) {
 //   - a task that can no longer meet its deadline (now + expected cost >
 //     deadline) yields to every task, at any level, that still can: late
 //     work still runs, shortest expected first, but never ahead of work
-//     that can be saved. Without this rule EDF collapses under overload:
-//     the tasks with the earliest deadlines are exactly the ones already
+//     that can be saved, and once its deadline has passed only in a lull
+//     (lateWork). Without this rule EDF collapses under overload: the
+//     tasks with the earliest deadlines are exactly the ones already
 //     lost;
 //   - level 0 is the background tier: its tasks start only while more than
 //     BackgroundReserve workers are free (see LowestLevel), and while a
@@ -91,7 +92,7 @@ func eachIdx(idx []int, f func(i int)) {
 //     (see startGate).
 type priorityQueue struct {
 	feasible [policy.NumActions]indexHeap
-	late     [policy.NumActions]indexHeap
+	late     lateWork
 	out      *[]Outcome
 	n        int
 }
@@ -113,30 +114,12 @@ func (q *priorityQueue) pop(now float64, g gate) int {
 				q.n--
 				return heap.Pop(f).(int)
 			}
-			// Time only moves forward, so a late task never becomes
-			// feasible again: moving it once is enough.
-			heap.Push(&q.late[l], heap.Pop(f).(int))
+			q.late.add(l, heap.Pop(f).(int))
 		}
 	}
-	if i := popLate(&q.late, g); i >= 0 {
+	if i := q.late.pop(g, now, *q.out); i >= 0 {
 		q.n--
 		return i
-	}
-	return -1
-}
-
-// popLate serves late work once no level that g lets start has a task
-// that can still make its deadline: the highest non-empty late heap's
-// shortest expected cost, or -1. Late background work starts only where g
-// lets it (gate.lateBackground): it has missed its SLA already.
-func popLate(late *[policy.NumActions]indexHeap, g gate) int {
-	for l := policy.NumActions - 1; l >= g.lowest; l-- {
-		if late[l].Len() > 0 {
-			if l == 0 && !g.lateBackground {
-				return -1
-			}
-			return heap.Pop(&late[l]).(int)
-		}
 	}
 	return -1
 }
@@ -145,8 +128,8 @@ func (q *priorityQueue) Len() int { return q.n }
 func (q *priorityQueue) each(f func(i int)) {
 	for l := range q.feasible {
 		eachIdx(q.feasible[l].idx, f)
-		eachIdx(q.late[l].idx, f)
 	}
+	q.late.each(f)
 }
 
 // BackgroundReserve is how many of a node's workers level 0 (background)
@@ -181,13 +164,14 @@ func LowestLevel(busy, workers, reserve int) int {
 
 // gate is what a free worker may start: every level from lowest up, at
 // level 0 only a task expected to cost at most backgroundMs, or one whose
-// SLA is urgent under hold (policy.Hold.Urgent), and late level-0 work
-// only if lateBackground (policy.Hold.LateStarts).
+// SLA is urgent under hold (policy.Hold.Urgent), and late level-0 work,
+// or work of any level whose deadline has passed, only if lateStarts
+// (policy.Hold.LateStarts).
 type gate struct {
-	lowest         int
-	backgroundMs   float64
-	hold           policy.Hold
-	lateBackground bool
+	lowest       int
+	backgroundMs float64
+	hold         policy.Hold
+	lateStarts   bool
 }
 
 // startGate is what a free worker may start when busy of the node's
@@ -206,7 +190,7 @@ type gate struct {
 func startGate(busy, workers int, h policy.Hold) gate {
 	long, short := h.Held(workers)
 	if LowestLevel(busy, workers, long) == 0 {
-		return gate{lowest: 0, backgroundMs: math.Inf(1), hold: h, lateBackground: h.LateStarts(busy, workers)}
+		return gate{lowest: 0, backgroundMs: math.Inf(1), hold: h, lateStarts: h.LateStarts(busy, workers)}
 	}
 	if h.ShortMs > 0 && LowestLevel(busy, workers, short) == 0 {
 		return gate{lowest: 0, backgroundMs: h.ShortMs, hold: h}
@@ -335,4 +319,18 @@ func (h *indexHeap) Pop() any {
 	v := h.idx[n]
 	h.idx = h.idx[:n]
 	return v
+}
+
+// ExpiredStarts is how many of out started after their deadline had
+// passed: work that could meet no SLA when it took its worker. Both
+// executors report it, so the simulator's count can be set against a real
+// node's.
+func ExpiredStarts(out []Outcome) int {
+	n := 0
+	for i := range out {
+		if out[i].Started && out[i].StartMs > out[i].DeadlineMs() {
+			n++
+		}
+	}
+	return n
 }

@@ -2,7 +2,6 @@ package train
 
 import (
 	"cmp"
-	"container/heap"
 	"math"
 	"slices"
 
@@ -38,7 +37,7 @@ const planLimit = 256
 // past its deadline yields as late work.
 type adaptiveQueue struct {
 	waiting  [policy.NumActions][]int // tasks that can still make their deadline, per level
-	late     [policy.NumActions]indexHeap
+	late     lateWork
 	plan     levelPlan
 	workers  int
 	crowd    int
@@ -53,9 +52,7 @@ type adaptiveQueue struct {
 func newAdaptiveQueue(out *[]Outcome, workers int, slowdown func() float64) *adaptiveQueue {
 	workers = max(1, workers)
 	q := &adaptiveQueue{out: out, workers: workers, crowd: crowdPerWorker * workers, slowdown: slowdown}
-	for l := range q.late {
-		q.late[l] = outcomeHeap(out, byExpected)
-	}
+	q.late.init(out)
 	return q
 }
 
@@ -114,7 +111,7 @@ func (q *adaptiveQueue) pop(now float64, g gate) int {
 		q.n--
 		return i
 	}
-	if i := popLate(&q.late, g); i >= 0 {
+	if i := q.late.pop(g, now, *q.out); i >= 0 {
 		q.n--
 		return i
 	}
@@ -134,7 +131,7 @@ func (q *adaptiveQueue) moveLate(l int, now, stretch float64) {
 			w = append(w, i)
 			continue
 		}
-		heap.Push(&q.late[l], i)
+		q.late.add(l, i)
 	}
 	q.waiting[l] = w
 }
@@ -144,6 +141,6 @@ func (q *adaptiveQueue) Len() int { return q.n }
 func (q *adaptiveQueue) each(f func(i int)) {
 	for l := range q.waiting {
 		eachIdx(q.waiting[l], f)
-		eachIdx(q.late[l].idx, f)
 	}
+	q.late.each(f)
 }

@@ -98,6 +98,9 @@ type Simulated struct {
 	// ShortStarts is the simulated agent's background tasks started as
 	// short or urgent work on a held worker (AgentStats.ShortStarts's twin).
 	ShortStarts int `json:"short_starts"`
+	// ExpiredStarts is the simulated agent's tasks started after their
+	// deadline had passed (AgentStats.ExpiredStarts's twin).
+	ExpiredStarts int `json:"expired_starts"`
 	// ServiceP50Ms is the simulated agent's median service time (ms) per
 	// period and class (AgentStats.ServiceP50Ms's twin).
 	ServiceP50Ms [][]float64 `json:"service_p50_ms,omitempty"`
@@ -157,6 +160,10 @@ type AgentStats struct {
 	// reserve held, as short work (beyond the calm quarter) or as urgent
 	// work (Result.ShortStarts).
 	ShortStarts int `json:"short_starts"`
+	// ExpiredStarts is how many of the agent run's tasks started after
+	// their deadline had passed (train.ExpiredStarts): work that met no
+	// SLA and took a worker.
+	ExpiredStarts int `json:"expired_starts"`
 	// ServiceP50Ms is the agent run's median service time (ms of scenario
 	// time, start to finish) per period (tasks by arrival) and class, in
 	// the scenario's class order; 0 where none finished.
@@ -305,6 +312,7 @@ func Bench(ctx context.Context, c BenchConfig) (*Report, error) {
 		TimeScale: res.TimeScale, LateStarts: rep.FIFO.LateStarts + res.LateStarts,
 		Decide: c.Decide, AnswerOrder: c.AnswerOrder.String(), LocalDecisions: res.LocalDecisions, RemoteDecisions: res.RemoteDecisions,
 		HeldBackStarts: res.HeldBackStarts, HeldBackStartsPerPeriod: heldPerPeriod(res.Metrics.PerPeriod), ShortStarts: res.ShortStarts,
+		ExpiredStarts:     train.ExpiredStarts(res.Outcomes),
 		ServiceP50Ms:      serviceP50(c.Scenario, res.Outcomes),
 		RemoteDecideP50Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.5).Nanoseconds()) / 1e3),
 		RemoteDecideP99Us: round3(float64(measure.Quantile(res.RemoteLatency, 0.99).Nanoseconds()) / 1e3),

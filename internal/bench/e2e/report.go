@@ -77,7 +77,8 @@ func (r *Report) WriteReport(w io.Writer, sc *train.Scenario, simulateAsked bool
 	fmt.Fprintf(w, "\nagent goodput %.2fx FIFO's; SLA attainment %.4f vs %.4f\n", r.GoodputRatio(), res.Metrics.SLAAttainment, fifo.Metrics.SLAAttainment)
 	fmt.Fprintf(w, "decisions (--decide %s): %d local, from the agent's table; %d remote, by a call (%d errors); a task's wait for its priority p50 %.1f µs, p99 %.1f µs\n",
 		st.Decide, st.LocalDecisions, st.RemoteDecisions, st.DecideErrors, st.DecideP50Us, st.DecideP99Us)
-	fmt.Fprintf(w, "background reserve: %d of %d task starts while the agent held more than the calm quarter of the workers back (up to half: the tasks slowed by at least 1.25 times, or, before enough finished, its run-queue p99 at 1 ms or more); %d background tasks started on a held worker as short work (within the tightest foreground SLA over the slowdown) or urgent work (an SLA within four times it)%s\n", st.HeldBackStarts, len(res.Outcomes), st.ShortStarts, simulatedShort(r.Simulated))
+	fmt.Fprintf(w, "background reserve: %d of %d task starts while the agent held more than the calm quarter of the workers back (up to half: the tasks slowed by at least 1.25 times, or, before enough finished, its run-queue p99 at 1 ms or more); %d background tasks started on a held worker as short work (within the tightest foreground SLA over the slowdown) or urgent work (an SLA within four times it)%s\n", st.HeldBackStarts, len(res.Outcomes), st.ShortStarts, simulatedCount(r.Simulated, func(s *Simulated) int { return s.ShortStarts }))
+	fmt.Fprintf(w, "expired starts: %d tasks started after their deadline had passed (work that could meet no SLA)%s\n", st.ExpiredStarts, simulatedCount(r.Simulated, func(s *Simulated) int { return s.ExpiredStarts }))
 	fmt.Fprint(w, heldByPeriod(ev, st.HeldBackStartsPerPeriod, r.Simulated))
 	fmt.Fprintf(w, "decision round trip over QUIC (request out, answer in): p50 %.0f µs, p99 %.0f µs over %d calls; in the agent (request in, answer out): p50 %.0f µs, p99 %.0f µs, mean %.0f µs, mean batch %.1f tasks\n",
 		st.RemoteDecideP50Us, st.RemoteDecideP99Us, st.RemoteDecisions, st.AgentSideP50Us, st.AgentSideP99Us, st.AgentSideMeanUs, st.MeanBatch)
@@ -122,16 +123,16 @@ func heldByPeriod(ev *train.Evaluation, held []int, sims []Simulated) string {
 	return b.String()
 }
 
-// simulatedShort is the twins' short starts beside the real run's, as
-// " (simulated: committed node N, this node M)", or nothing
+// simulatedCount is a count of the twins (count of each) beside the real
+// run's, as " (simulated: committed node N, this node M)", or nothing
 // without a twin.
-func simulatedShort(sims []Simulated) string {
+func simulatedCount(sims []Simulated, count func(*Simulated) int) string {
 	if len(sims) == 0 {
 		return ""
 	}
 	parts := make([]string, len(sims))
-	for i, s := range sims {
-		parts[i] = fmt.Sprintf("%s node %d", s.Node, s.ShortStarts)
+	for i := range sims {
+		parts[i] = fmt.Sprintf("%s node %d", sims[i].Node, count(&sims[i]))
 	}
 	return " (simulated: " + strings.Join(parts, ", ") + ")"
 }

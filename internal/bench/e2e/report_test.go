@@ -148,14 +148,18 @@ func TestHeldBackStartsByPeriod(t *testing.T) {
 	}
 }
 
-// The twins' short starts go beside the real run's, node by node; without
-// a twin nothing is added.
-func TestSimulatedShortNamesEachNode(t *testing.T) {
-	if got := simulatedShort(nil); got != "" {
+// The twins' counts go beside the real run's, node by node, the count
+// asked for; without a twin nothing is added.
+func TestSimulatedCountNamesEachNode(t *testing.T) {
+	short := func(s *Simulated) int { return s.ShortStarts }
+	if got := simulatedCount(nil, short); got != "" {
 		t.Fatalf("no twin: %q, want nothing", got)
 	}
-	got := simulatedShort([]Simulated{{Node: "committed", ShortStarts: 412}, {Node: "this", ShortStarts: 0}})
-	if want := " (simulated: committed node 412, this node 0)"; got != want {
-		t.Fatalf("got %q, want %q", got, want)
+	sims := []Simulated{{Node: "committed", ShortStarts: 412, ExpiredStarts: 7}, {Node: "this", ShortStarts: 0, ExpiredStarts: 641}}
+	if got, want := simulatedCount(sims, short), " (simulated: committed node 412, this node 0)"; got != want {
+		t.Fatalf("short starts: got %q, want %q", got, want)
+	}
+	if got, want := simulatedCount(sims, func(s *Simulated) int { return s.ExpiredStarts }), " (simulated: committed node 7, this node 641)"; got != want {
+		t.Fatalf("expired starts: got %q, want %q", got, want)
 	}
 }

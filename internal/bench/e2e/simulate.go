@@ -108,6 +108,7 @@ func Simulate(sc *train.Scenario, seed int64, model string, rep *Report, nodes [
 		}
 		s.ServiceP50Ms = serviceP50(sc, twin)
 		s.ShortStarts = train.ShortStarts(twin)
+		s.ExpiredStarts = train.ExpiredStarts(twin)
 		out = append(out, s)
 	}
 	return out, nil
