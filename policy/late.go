@@ -9,7 +9,8 @@ import "math"
 const LateBackgroundBusyShare = 0.25
 
 // LateStarts is whether a late background task (priority 0, no longer
-// able to meet its SLA at its expected cost) may start when busy of
+// able to meet its SLA at its expected cost), or a task of any priority
+// whose deadline has passed (train.lateWork), may start when busy of
 // workers are serving under h. As any long background task, only while
 // more workers are free than h holds back from it (Held); and while a
 // short limit is given (h.ShortMs: the agent's hold, not an executor's own

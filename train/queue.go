@@ -322,9 +322,9 @@ func (h *indexHeap) Pop() any {
 }
 
 // ExpiredStarts is how many of out started after their deadline had
-// passed: work that could meet no SLA when it took its worker. Both
-// executors report it, so the simulator's count can be set against a real
-// node's.
+// passed: work that could meet no SLA when it took its worker. bench e2e
+// reports it for the real run and, at --scale 1, for its simulated twins,
+// so the simulator's count can be set against a real node's.
 func ExpiredStarts(out []Outcome) int {
 	n := 0
 	for i := range out {
