@@ -91,6 +91,9 @@ type EvalNode struct {
 	// NoServiceTimes is an upstream that reports no service times
 	// (SimConfig.NoServiceTimes).
 	NoServiceTimes bool
+	// EagerAccept is a service whose listen queue stays empty
+	// (SimConfig.EagerAccept).
+	EagerAccept bool
 }
 
 // evaluate is Evaluate on node; every policy runs on the same node, a
@@ -105,7 +108,7 @@ func evaluate(sc *Scenario, seed int64, node EvalNode, policies []Policy) (*Eval
 		if _, dup := ev.Policies[p.Name()]; dup {
 			return nil, fmt.Errorf("evaluating %s: policy %q given twice", sc.Name, p.Name())
 		}
-		out, err := RunTasks(sc, tasks, p, SimConfig{Seed: seed, VaryNode: node.Vary, Calibration: node.Calibration, NoServiceTimes: node.NoServiceTimes})
+		out, err := RunTasks(sc, tasks, p, SimConfig{Seed: seed, VaryNode: node.Vary, Calibration: node.Calibration, NoServiceTimes: node.NoServiceTimes, EagerAccept: node.EagerAccept})
 		if err != nil {
 			return nil, err
 		}

@@ -43,14 +43,16 @@ import (
 // The noise is drawn from its own stream, a fixed number of draws per
 // arrival, so two policies on the same seed see the same noise sequence.
 type signals struct {
-	sc      *Scenario
-	cal     *Calibration
-	node    *nodeModel
-	r       *rand.Rand
-	util    float64
-	lastT   float64
-	classes []policy.ClassWindow // the agent keeps the same statistics (agent/state)
-	waits   policy.WaitWindow
+	// eagerAccept reads the listen queue empty (SimConfig.EagerAccept).
+	eagerAccept bool
+	sc          *Scenario
+	cal         *Calibration
+	node        *nodeModel
+	r           *rand.Rand
+	util        float64
+	lastT       float64
+	classes     []policy.ClassWindow // the agent keeps the same statistics (agent/state)
+	waits       policy.WaitWindow
 	// slowdown is how much slower than described the recent tasks ran:
 	// the background reserve's gate (policy.Reserve), as the agent keeps it.
 	slowdown policy.SlowdownWindow
@@ -228,6 +230,9 @@ func (g *signals) inputs(o *Outcome, queueLen int, now float64) policy.Inputs {
 	nan := math.NaN() // Vector's "unknown": the neutral value
 	if g.missing[srcRunq] {
 		in.RunqP50Us, in.RunqP99Us = nan, nan
+	}
+	if g.eagerAccept {
+		in.AcceptQueueFill = 0
 	}
 	if g.missing[srcAccept] {
 		in.AcceptQueueFill = nan

@@ -106,6 +106,12 @@ type SimConfig struct {
 	// so the background reserve follows the kernel alone, as the agent's
 	// does for such an upstream (policy.Reserve).
 	NoServiceTimes bool
+	// EagerAccept is a service that accepts every connection at once and
+	// queues its work in process, so its listen queue stays empty whatever
+	// its backlog: the accept-queue feature reads 0, where the default node
+	// fills it with the executor's backlog (signals). bench e2e's executor
+	// is one.
+	EagerAccept bool
 	// OnDecide, when set, is called after each decision; OnFinish after
 	// each finished task, in simulated-time order. They let the trainer
 	// learn while the run goes on.
@@ -192,6 +198,7 @@ func newSimulator(sc *Scenario, cfg SimConfig, seed int64) *simulator {
 	s := &simulator{sc: sc, cfg: cfg, workers: sc.Workers, hold: policy.Hold{Share: policy.CalmReserve}}
 	s.node = newNodeModel(sc, cal)
 	s.sig = newSignals(sc, cal, s.node, seed, cfg.MissingSources, cfg.VaryNode)
+	s.sig.eagerAccept = cfg.EagerAccept
 	s.node.set(0, 0, 0, 0)
 	return s
 }

@@ -42,6 +42,7 @@ func runEval(args []string) error {
 	perClass := fs.Bool("per-class", true, "print SLA attainment per class and policy after each scenario's table")
 	varyNode := fs.Float64("vary-node", 0, "run each scenario and seed, with this probability, on a node that reads its kernel features unlike the calibrated one, as training does (docs/training.md, \"Varying the node\"): what a policy keeps on other machines; 0 reports on the calibrated node")
 	noService := fs.Bool("no-service-times", false, "simulate an upstream that reports no service_ms: no policy knows the node's slowdown, so the background reserve follows the kernel alone, as the agent's does for such an upstream (docs/policy.md)")
+	eagerAccept := fs.Bool("eager-accept", false, "simulate a service that accepts every connection at once and queues its work in process (as bench e2e's executor does): its listen queue stays empty, so the accept-queue feature reads 0 where the default node fills it with the executor's backlog (docs/policy-history.md, \"Expired work waits for a lull\")")
 	calFile := fs.String("calibration", "", "simulate the node of this calibration file (triage calibrate --out) instead of the committed one")
 	statesFrom := fs.String("states-from", "", "an agent's experience directory (e.g. from bench e2e --keep-dir) on the one --scenario: print each feature's spread there beside the simulated dqn's, then the model's network on every logged state beside the level the logged agent served, per class")
 	if done, err := parseCommandFlags(fs, args); done {
@@ -50,7 +51,7 @@ func runEval(args []string) error {
 	if !(*varyNode >= 0 && *varyNode <= 1) {
 		return fmt.Errorf("--vary-node %v: want a probability in [0, 1]", *varyNode)
 	}
-	node := train.EvalNode{Vary: *varyNode, NoServiceTimes: *noService}
+	node := train.EvalNode{Vary: *varyNode, NoServiceTimes: *noService, EagerAccept: *eagerAccept}
 	if *calFile != "" {
 		cal, err := train.LoadCalibration(*calFile)
 		if err != nil {
