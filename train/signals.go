@@ -43,16 +43,14 @@ import (
 // The noise is drawn from its own stream, a fixed number of draws per
 // arrival, so two policies on the same seed see the same noise sequence.
 type signals struct {
-	// eagerAccept reads the listen queue empty (SimConfig.EagerAccept).
-	eagerAccept bool
-	sc          *Scenario
-	cal         *Calibration
-	node        *nodeModel
-	r           *rand.Rand
-	util        float64
-	lastT       float64
-	classes     []policy.ClassWindow // the agent keeps the same statistics (agent/state)
-	waits       policy.WaitWindow
+	sc      *Scenario
+	cal     *Calibration
+	node    *nodeModel
+	r       *rand.Rand
+	util    float64
+	lastT   float64
+	classes []policy.ClassWindow // the agent keeps the same statistics (agent/state)
+	waits   policy.WaitWindow
 	// slowdown is how much slower than described the recent tasks ran:
 	// the background reserve's gate (policy.Reserve), as the agent keeps it.
 	slowdown policy.SlowdownWindow
@@ -60,7 +58,9 @@ type signals struct {
 	// holds its decided tasks'.
 	slas    policy.SLAWindow
 	missing [numSources]bool // sources this node lacks: their features are neutral
-	vary    nodeVariation    // how this node reads unlike the calibrated one
+	// eagerAccept reads the listen queue empty (SimConfig.EagerAccept).
+	eagerAccept bool
+	vary        nodeVariation // how this node reads unlike the calibrated one
 
 	// The window: per 500 ms bucket the integrals of runnable threads per
 	// CPU and of disk writers; the features are read from the last two

@@ -157,8 +157,7 @@ func TestEvalPrintsPeriodsOfInterference(t *testing.T) {
 // took back half of that loss (0.8967 against 0.8868).
 func TestEvalWithoutServiceTimesLeavesTheReserveToTheKernel(t *testing.T) {
 	sc := filepath.Join("..", "..", "testdata", "scenarios", "intf-io-backup.json")
-	sla := func(args ...string) map[string]float64 { t.Helper(); return evalSLA(t, sc, args...) }
-	with, without := sla(), sla("--no-service-times")
+	with, without := evalSLA(t, sc), evalSLA(t, sc, "--no-service-times")
 	if !(with["dqn"] > without["dqn"]+0.005) {
 		t.Errorf("dqn: %.4f knowing the slowdown, %.4f without service times; want the first higher by half a point or more", with["dqn"], without["dqn"])
 	}
@@ -176,8 +175,7 @@ func TestEvalWithoutServiceTimesLeavesTheReserveToTheKernel(t *testing.T) {
 // the baselines, which read no kernel feature, score exactly the same.
 func TestEvalEagerAcceptReachesTheModelAlone(t *testing.T) {
 	sc := filepath.Join("..", "..", "testdata", "scenarios", "intf-io-backup.json")
-	sla := func(args ...string) map[string]float64 { t.Helper(); return evalSLA(t, sc, args...) }
-	backlog, eager := sla(), sla("--eager-accept")
+	backlog, eager := evalSLA(t, sc), evalSLA(t, sc, "--eager-accept")
 	if backlog["dqn"] == eager["dqn"] {
 		t.Errorf("dqn: %.4f on both nodes; want the listen queue's reading to reach the model", backlog["dqn"])
 	}
