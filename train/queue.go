@@ -26,10 +26,10 @@ type queue interface {
 // newQueue is the queue for p on a node of workers workers: key order for
 // the whole-queue disciplines, the full contract for everything else, and
 // for the agent's answers under AdaptiveOrder its adaptive order (with the
-// node's slowdown).
-func newQueue(p Policy, out *[]Outcome, workers int, slowdown func() float64) queue {
+// node's and each class's slowdown).
+func newQueue(p Policy, out *[]Outcome, workers int, slowdowns *policy.Slowdowns) queue {
 	if a, ok := p.(answerOrdered); ok {
-		return newAnswerQueue(out, a.answerOrder(), workers, slowdown)
+		return newAnswerQueue(out, a.answerOrder(), workers, slowdowns)
 	}
 	_, keyOrdered := p.(KeyOrdered)
 	return newQueueOrdered(keyOrdered, out)
@@ -37,9 +37,9 @@ func newQueue(p Policy, out *[]Outcome, workers int, slowdown func() float64) qu
 
 // newAnswerQueue is the queue for the agent's answers under order: the
 // adaptive one for AdaptiveOrder, else the contract by each answer's key.
-func newAnswerQueue(out *[]Outcome, order AnswerOrder, workers int, slowdown func() float64) queue {
+func newAnswerQueue(out *[]Outcome, order AnswerOrder, workers int, slowdowns *policy.Slowdowns) queue {
 	if order == AdaptiveOrder {
-		return newAdaptiveQueue(out, workers, slowdown)
+		return newAdaptiveQueue(out, workers, slowdowns)
 	}
 	return newQueueOrdered(false, out)
 }
@@ -250,11 +250,12 @@ func NewQueue(out *[]Outcome, keyOrdered bool) *Queue {
 }
 
 // NewAnswerQueue returns an empty queue over *out for the agent's answers,
-// ordered within a level by order on a node of workers workers; slowdown
+// ordered within a level by order on a node of workers workers; slowdowns
 // (AdaptiveOrder only; nil: unknown) is how much slower than described the
-// executor's recent tasks ran (policy.SlowdownWindow), read at each Pop.
-func NewAnswerQueue(out *[]Outcome, order AnswerOrder, workers int, slowdown func() float64) *Queue {
-	return &Queue{q: newAnswerQueue(out, order, workers, slowdown)}
+// executor's recent tasks ran, overall and class by class
+// (policy.Slowdowns), read at each Pop.
+func NewAnswerQueue(out *[]Outcome, order AnswerOrder, workers int, slowdowns *policy.Slowdowns) *Queue {
+	return &Queue{q: newAnswerQueue(out, order, workers, slowdowns)}
 }
 
 // Push queues (*out)[i].

@@ -2,7 +2,6 @@ package train
 
 import (
 	"cmp"
-	"math"
 	"slices"
 
 	"github.com/triage-agent/triage/policy"
@@ -20,7 +19,8 @@ const crowdPerWorker = 4
 // planLimit bounds the tasks a plan takes, the earliest deadlines of the
 // level, so a pop's plan costs at most about planLimit × log planLimit
 // steps whatever the backlog (BenchmarkAdaptiveQueuePop: 5–6 µs at 512
-// waiting, 11–12 µs at 4,096 on the development machine). A task past it
+// waiting, 11–12 µs at 4,096 on the development machine; about 1.2 times
+// that since each class has its own stretch, side by side). A task past it
 // has a later deadline than every task planned and could only be served
 // after one of them, so the bound changes what the plan sets aside, not
 // whom it may serve: on the selection sets it moved 6 of 192 scenarios, by
@@ -33,25 +33,26 @@ const planLimit = 256
 // served by its plan (levelPlan): earliest deadline first over the tasks
 // the plan keeps, the longest set aside while the rest would miss their
 // deadlines, so earliest deadline first while every deadline can be met;
-// a task whose expected cost, stretched by the node's slowdown, would end
-// past its deadline yields as late work.
+// a task whose expected cost, stretched by the slowdown (policy.TaskStretch:
+// the node's or its class's own, the larger), would end past its deadline
+// yields as late work.
 type adaptiveQueue struct {
-	waiting  [policy.NumActions][]int // tasks that can still make their deadline, per level
-	late     lateWork
-	plan     levelPlan
-	workers  int
-	crowd    int
-	slowdown func() float64
-	out      *[]Outcome
-	n        int
+	waiting [policy.NumActions][]int // tasks that can still make their deadline, per level
+	late    lateWork
+	plan    levelPlan
+	workers int
+	crowd   int
+	stretch stretches
+	out     *[]Outcome
+	n       int
 }
 
 // newAdaptiveQueue is an empty adaptiveQueue over *out for a node of
-// workers workers; slowdown is the node's current slowdown (nil: none
-// known, the described costs stand).
-func newAdaptiveQueue(out *[]Outcome, workers int, slowdown func() float64) *adaptiveQueue {
+// workers workers; slowdowns is how the executor's recent work ran, read
+// at each pop (nil: none known, the described costs stand).
+func newAdaptiveQueue(out *[]Outcome, workers int, slowdowns *policy.Slowdowns) *adaptiveQueue {
 	workers = max(1, workers)
-	q := &adaptiveQueue{out: out, workers: workers, crowd: crowdPerWorker * workers, slowdown: slowdown}
+	q := &adaptiveQueue{out: out, workers: workers, crowd: crowdPerWorker * workers, stretch: stretches{from: slowdowns}}
 	q.late.init(out)
 	return q
 }
@@ -76,24 +77,10 @@ func byDeadlineThenID(x, y *Outcome) int {
 	return cmp.Compare(x.ID, y.ID)
 }
 
-// stretch is the factor a task's expected cost is taken at: the node's
-// slowdown, never under 1 (a node that runs faster than described does
-// not make late work feasible), 1 while it is unknown.
-func (q *adaptiveQueue) stretch() float64 {
-	if q.slowdown == nil {
-		return 1
-	}
-	s := q.slowdown()
-	if math.IsNaN(s) || s < 1 {
-		return 1
-	}
-	return s
-}
-
 func (q *adaptiveQueue) pop(now float64, g gate) int {
-	stretch := q.stretch()
+	q.stretch.reset()
 	for l := policy.NumActions - 1; l >= g.lowest; l-- {
-		q.moveLate(l, now, stretch)
+		q.moveLate(l, now)
 		if len(q.waiting[l]) == 0 {
 			continue
 		}
@@ -102,7 +89,7 @@ func (q *adaptiveQueue) pop(now float64, g gate) int {
 			drain = crowdedPlanStretch
 		}
 		w := q.waiting[l]
-		k := q.plan.next(*q.out, w[:min(len(w), planLimit)], now, stretch, drain, q.workers)
+		k := q.plan.next(*q.out, w[:min(len(w), planLimit)], now, &q.stretch, drain, q.workers)
 		i := w[k]
 		if !g.admits(&(*q.out)[i]) {
 			break // the level's next is held back; late work may still go
@@ -123,11 +110,11 @@ func (q *adaptiveQueue) pop(now float64, g gate) int {
 // work, keeping the rest in deadline order. Time only moves forward; a
 // slowdown that falls back could make one feasible again, but late work
 // stays late: moved once.
-func (q *adaptiveQueue) moveLate(l int, now, stretch float64) {
+func (q *adaptiveQueue) moveLate(l int, now float64) {
 	w := q.waiting[l][:0]
 	for _, i := range q.waiting[l] {
 		o := &(*q.out)[i]
-		if now+stretch*o.ExpectedMs <= o.DeadlineMs() {
+		if now+q.stretch.of(o.Class)*o.ExpectedMs <= o.DeadlineMs() {
 			w = append(w, i)
 			continue
 		}

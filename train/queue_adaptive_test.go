@@ -4,22 +4,46 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/triage-agent/triage/policy"
 )
 
 // adaptiveQueueOf is queueOf for the agent's answers under AdaptiveOrder on
 // a node of workers workers at the given slowdown, tasks given as (level,
 // deadline, expected).
 func adaptiveQueueOf(workers int, slowdown float64, tasks ...[3]float64) *Queue {
+	var sd policy.Slowdowns
+	ranAt(&sd, 0, policy.MinSlowdownSamples, slowdown)
+	return adaptiveQueueWith(workers, &sd, nil, tasks...)
+}
+
+// adaptiveQueueWith is adaptiveQueueOf at the slowdowns sd, task i of
+// class classes[i] (nil: every task of class 0).
+func adaptiveQueueWith(workers int, sd *policy.Slowdowns, classes []int, tasks ...[3]float64) *Queue {
 	out := make([]Outcome, len(tasks))
 	for i, x := range tasks {
 		out[i] = Outcome{Task: Task{ID: i, SLAMs: x[1], ExpectedMs: x[2]}, Level: int(x[0])}
+		if classes != nil {
+			out[i].Class = classes[i]
+		}
 		out[i].Key = AdaptiveOrder.Key(&out[i].Task)
 	}
-	q := NewAnswerQueue(&out, AdaptiveOrder, workers, func() float64 { return slowdown })
+	q := NewAnswerQueue(&out, AdaptiveOrder, workers, sd)
 	for i := range out {
 		q.Push(i)
 	}
 	return q
+}
+
+// ranAt records n finished tasks of class c that ran slowdown times their
+// 10 ms described cost (none for NaN: the slowdown stays unknown).
+func ranAt(sd *policy.Slowdowns, c, n int, slowdown float64) {
+	if math.IsNaN(slowdown) {
+		return
+	}
+	for range n {
+		sd.Add(c, 10*slowdown, 10)
+	}
 }
 
 // risingDeadlinesFallingCosts is n tasks at one level whose deadlines rise
@@ -68,6 +92,37 @@ func TestAdaptiveOrderCountsLateWorkAtTheSlowdown(t *testing.T) {
 		if got := drain(adaptiveQueueOf(4, s, tasks...), 0, 4); !slices.Equal(got, []int{0, 1, 2}) {
 			t.Fatalf("at slowdown %v served %v, want [0 1 2]", s, got)
 		}
+	}
+}
+
+// A class that runs three times its described cost is counted at its own
+// slowdown where the node's mix, mostly work that runs as described, says
+// far less: its task that would end past its deadline at three times its
+// cost yields, as it would on a node that slow.
+func TestAdaptiveOrderCountsAClassAtItsOwnSlowdown(t *testing.T) {
+	var sd policy.Slowdowns
+	ranAt(&sd, 0, 100, 1) // class 0 as described
+	ranAt(&sd, 1, policy.MinSlowdownSamples, 3)
+	if node := sd.Value(); node > 1.5 {
+		t.Fatalf("the node's slowdown %.2f, want the mix's, under 1.5", node)
+	}
+	q := func() *Queue {
+		return adaptiveQueueWith(4, &sd, []int{1, 0},
+			[3]float64{2, 100, 40}, // class 1: 120 ms at its own slowdown, past 100
+			[3]float64{2, 200, 10}, // class 0: in time either way
+		)
+	}
+	if got := drain(q(), 0, 4); !slices.Equal(got, []int{1, 0}) {
+		t.Fatalf("served %v, want [1 0]: the slow class's task late at its own slowdown", got)
+	}
+	// The node's slowdown alone (the class's window too short to believe)
+	// keeps the deadline order.
+	var short policy.Slowdowns
+	ranAt(&short, 0, 100, 1)
+	ranAt(&short, 1, policy.MinSlowdownSamples-1, 3)
+	sd = short
+	if got := drain(q(), 0, 4); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("served %v, want [0 1] while the class's slowdown is unknown", got)
 	}
 }
 

@@ -34,13 +34,13 @@ type levelPlan struct {
 // next is the place in waiting (indices into out, in deadline order, every
 // one able to make its deadline at the stretched cost) of the task the
 // plan serves first.
-func (p *levelPlan) next(out []Outcome, waiting []int, now, stretch, drain float64, workers int) int {
+func (p *levelPlan) next(out []Outcome, waiting []int, now float64, stretch *stretches, drain float64, workers int) int {
 	n := len(waiting)
 	p.cost = append(p.cost[:0], make([]float64, n)...)
 	p.aside = append(p.aside[:0], make([]bool, n)...)
 	p.kept = p.kept[:0]
 	for j, i := range waiting {
-		p.cost[j] = stretch * out[i].ExpectedMs
+		p.cost[j] = stretch.of(out[i].Class) * out[i].ExpectedMs
 	}
 	m := float64(workers)
 	before := 0.0 // kept work ahead of place j

@@ -48,19 +48,19 @@ func TestLevelPlanReusesItsBuffers(t *testing.T) {
 		{Task: Task{ID: 2, SLAMs: 120, ExpectedMs: 30}},
 	}
 	var p levelPlan
-	if k := p.next(out, []int{0, 1, 2}, 0, 1, 1, 1); k != 1 {
+	if k := p.next(out, []int{0, 1, 2}, 0, &stretches{}, 1, 1); k != 1 {
 		t.Fatalf("first plan: place %d, want 1 (task 0 set aside)", k)
 	}
 	// Task 0 alone now: it makes its deadline and is served.
-	if k := p.next(out, []int{0}, 0, 1, 1, 1); k != 0 {
+	if k := p.next(out, []int{0}, 0, &stretches{}, 1, 1); k != 0 {
 		t.Fatalf("second plan: place %d, want 0", k)
 	}
 	// Tasks 1 and 2 (places 0 and 1): both make it, deadline first.
-	if k := p.next(out, []int{1, 2}, 0, 1, 1, 1); k != 0 {
+	if k := p.next(out, []int{1, 2}, 0, &stretches{}, 1, 1); k != 0 {
 		t.Fatalf("third plan: place %d, want 0 (task 1)", k)
 	}
 	// At twice the workers nothing is set aside: deadline first.
-	if k := p.next(out, []int{0, 1, 2}, 0, 1, 1, 2); k != 0 {
+	if k := p.next(out, []int{0, 1, 2}, 0, &stretches{}, 1, 2); k != 0 {
 		t.Fatalf("two workers: place %d, want 0 (task 0)", k)
 	}
 }

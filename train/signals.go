@@ -52,8 +52,9 @@ type signals struct {
 	classes []policy.ClassWindow // the agent keeps the same statistics (agent/state)
 	waits   policy.WaitWindow
 	// slowdown is how much slower than described the recent tasks ran:
-	// the background reserve's gate (policy.Reserve), as the agent keeps it.
-	slowdown policy.SlowdownWindow
+	// the background reserve's gate (policy.Reserve), as the agent keeps
+	// it, and class by class the adaptive order's stretch.
+	slowdown policy.Slowdowns
 	// slas holds the recent arrivals' SLAs (feature 20), as the agent
 	// holds its decided tasks'.
 	slas    policy.SLAWindow
@@ -262,7 +263,7 @@ func (g *signals) phase(tSec float64) Phase {
 func (g *signals) finished(o *Outcome) {
 	g.classes[o.Class].Add(o.ServiceMs())
 	g.waits.Add(o.FinishMs, o.StartMs-o.ArrivalMs)
-	g.slowdown.Add(o.ServiceMs(), o.ExpectedMs)
+	g.slowdown.Add(o.Class, o.ServiceMs(), o.ExpectedMs)
 }
 
 // quantileSorted is the nearest-rank quantile of sorted xs (policy's, so

@@ -151,7 +151,7 @@ func RunTasks(sc *Scenario, tasks []Task, p Policy, cfg SimConfig) ([]Outcome, e
 	s.inWake = phaseHeap(s.target, out)
 	s.inCPU = phaseHeap(s.target, out)
 	s.inIO = phaseHeap(s.target, out)
-	s.queue = newQueue(p, &s.out, sc.Workers, s.sig.slowdown.Value)
+	s.queue = newQueue(p, &s.out, sc.Workers, &s.sig.slowdown)
 	s.feasible = newFeasibleWork(&s.out)
 	s.view.policy, s.view.CPUs = p, sc.NodeCPUs()
 	if err := s.run(p); err != nil {

@@ -158,9 +158,9 @@ type run struct {
 	cond   *sync.Cond
 	queue  *train.Queue // the executor contract; guarded by mu
 	// slowdown is the run's finished tasks' service time over their
-	// expected cost (the agent's answers' AdaptiveOrder reads it); guarded
-	// by mu.
-	slowdown policy.SlowdownWindow
+	// expected cost, overall and class by class (the agent's answers'
+	// AdaptiveOrder reads it); guarded by mu.
+	slowdown policy.Slowdowns
 	busy     int // workers serving; guarded by mu
 	closed   bool
 	stop     atomic.Bool
@@ -247,7 +247,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// Config.AnswerOrder for the agent's answers; the late-work rule, the
 	// background tier).
 	if cfg.Agent != nil {
-		r.queue = train.NewAnswerQueue(&r.outs, cfg.AnswerOrder, sc.Workers, r.slowdown.Value)
+		r.queue = train.NewAnswerQueue(&r.outs, cfg.AnswerOrder, sc.Workers, &r.slowdown)
 	} else {
 		r.queue = train.NewQueue(&r.outs, r.keyOrdered())
 	}
@@ -441,16 +441,16 @@ func (r *run) currentHold() policy.Hold {
 
 // finished frees the worker, counts the task's service time (scenario
 // ms; 0 for one the run cut short) against its expected cost in the
-// slowdown, and returns how many workers were busy with it. No other
+// slowdowns (the node's and its class's), and returns how many workers were busy with it. No other
 // worker needs waking: one finish frees one slot, and the worker that
 // freed it asks next() at once, so it takes whatever may now start, a
 // held-back background task included.
-func (r *run) finished(serviceMs, expectedMs float64) int {
+func (r *run) finished(class int, serviceMs, expectedMs float64) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	busy := r.busy
 	r.busy--
-	r.slowdown.Add(serviceMs, expectedMs)
+	r.slowdown.Add(class, serviceMs, expectedMs)
 	return busy
 }
 
@@ -488,7 +488,7 @@ func (r *run) worker() {
 		if ok && err == nil {
 			serviceMs = (finMs - startMs) / r.scale
 		}
-		busy := r.finished(serviceMs, o.ExpectedMs)
+		busy := r.finished(o.Class, serviceMs, o.ExpectedMs)
 		if err != nil {
 			r.fail(err)
 			return
