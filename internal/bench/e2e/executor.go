@@ -441,10 +441,10 @@ func (r *run) currentHold() policy.Hold {
 
 // finished frees the worker, counts the task's service time (scenario
 // ms; 0 for one the run cut short) against its expected cost in the
-// slowdowns (the node's and its class's), and returns how many workers were busy with it. No other
-// worker needs waking: one finish frees one slot, and the worker that
-// freed it asks next() at once, so it takes whatever may now start, a
-// held-back background task included.
+// slowdowns (the node's and its class's), and returns how many workers
+// were busy with it. No other worker needs waking: one finish frees one
+// slot, and the worker that freed it asks next() at once, so it takes
+// whatever may now start, a held-back background task included.
 func (r *run) finished(class int, serviceMs, expectedMs float64) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
