@@ -7,18 +7,6 @@ import (
 	"github.com/triage-agent/triage/policy"
 )
 
-// drainAt pops q at nowMs under hold until nothing may start, in pop order.
-func drainAt(q *Queue, nowMs float64, busy, workers int, hold policy.Hold) []int {
-	var got []int
-	for {
-		i := q.Pop(nowMs, busy, workers, hold)
-		if i < 0 {
-			return got
-		}
-		got = append(got, i)
-	}
-}
-
 // At 50 ms a foreground task whose deadline (10 ms) has passed waits for
 // a lull, as late background work does, while a late one that may still
 // finish in time (deadline 100 ms, expected 80) starts on any worker the

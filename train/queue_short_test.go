@@ -7,16 +7,21 @@ import (
 	"github.com/triage-agent/triage/policy"
 )
 
-// drainHeld pops q under hold until nothing may start, in pop order.
-func drainHeld(q *Queue, busy, workers int, hold policy.Hold) []int {
+// drainAt pops q at nowMs under hold until nothing may start, in pop order.
+func drainAt(q *Queue, nowMs float64, busy, workers int, hold policy.Hold) []int {
 	var got []int
 	for {
-		i := q.Pop(0, busy, workers, hold)
+		i := q.Pop(nowMs, busy, workers, hold)
 		if i < 0 {
 			return got
 		}
 		got = append(got, i)
 	}
+}
+
+// drainHeld is drainAt at time 0.
+func drainHeld(q *Queue, busy, workers int, hold policy.Hold) []int {
+	return drainAt(q, 0, busy, workers, hold)
 }
 
 // While the half of 4 workers is held and two are free, a background
