@@ -252,7 +252,7 @@ func NewQueue(out *[]Outcome, keyOrdered bool) *Queue {
 // NewAnswerQueue returns an empty queue over *out for the agent's answers,
 // ordered within a level by order on a node of workers workers; slowdowns
 // (AdaptiveOrder only; nil: unknown) is how much slower than described the
-// executor's recent tasks ran, overall and class by class
+// executor's recent tasks ran, overall and each class's pace against that
 // (policy.Slowdowns), read at each Pop.
 func NewAnswerQueue(out *[]Outcome, order AnswerOrder, workers int, slowdowns *policy.Slowdowns) *Queue {
 	return &Queue{q: newAnswerQueue(out, order, workers, slowdowns)}

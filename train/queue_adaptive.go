@@ -34,7 +34,7 @@ const planLimit = 256
 // the plan keeps, the longest set aside while the rest would miss their
 // deadlines, so earliest deadline first while every deadline can be met;
 // a task whose expected cost, stretched by the slowdown (policy.TaskStretch:
-// the node's or its class's own, the larger), would end past its deadline
+// the node's times its class's pace against it), would end past its deadline
 // yields as late work.
 type adaptiveQueue struct {
 	waiting [policy.NumActions][]int // tasks that can still make their deadline, per level

@@ -95,8 +95,8 @@ func TestAdaptiveOrderCountsLateWorkAtTheSlowdown(t *testing.T) {
 	}
 }
 
-// A class that runs three times its described cost is counted at its own
-// slowdown where the node's mix, mostly work that runs as described, says
+// A class that runs three times its described cost is counted at its pace
+// against the node's mix, mostly work that runs as described, which says
 // far less: its task that would end past its deadline at three times its
 // cost yields, as it would on a node that slow.
 func TestAdaptiveOrderCountsAClassAtItsOwnSlowdown(t *testing.T) {
@@ -122,6 +122,31 @@ func TestAdaptiveOrderCountsAClassAtItsOwnSlowdown(t *testing.T) {
 	ranAt(&short, 1, policy.MinSlowdownSamples-1, 3)
 	if got := drain(q(&short), 0, 4); !slices.Equal(got, []int{0, 1}) {
 		t.Fatalf("served %v, want [0 1] while the class's slowdown is unknown", got)
+	}
+}
+
+// A CPU class that runs 1.3 times its cost beside a disk-bound class at 7
+// times, which drives the node's ratio past 4, is counted at its own pace:
+// its task that ends in time at 1.3 times its cost is served by its
+// deadline, not set aside as late, while the disk-bound class's task is
+// still late. (Counted at the node's slowdown, or at the larger of the
+// node's and the class's own, the CPU task was late on arrival.)
+func TestAdaptiveOrderCountsAClassFasterThanTheNodesMix(t *testing.T) {
+	var sd policy.Slowdowns
+	for range 2 * policy.SlowdownWindowSize {
+		sd.Add(0, 70, 10) // disk-bound
+		sd.Add(1, 13, 10) // CPU
+	}
+	if node := sd.Value(); node < 4 {
+		t.Fatalf("the node's slowdown %.2f, want the mix's, over 4", node)
+	}
+	q := adaptiveQueueWith(4, &sd, []int{1, 1, 0},
+		[3]float64{2, 100, 40}, // CPU: 52 ms at its pace, 166 at the node's
+		[3]float64{2, 300, 10}, // CPU: in time either way
+		[3]float64{2, 100, 20}, // disk-bound: 140 ms at its pace, late
+	)
+	if got := drain(q, 0, 4); !slices.Equal(got, []int{0, 1, 2}) {
+		t.Fatalf("served %v, want [0 1 2]: the CPU task in time at its class's pace, the disk-bound one late", got)
 	}
 }
 

@@ -3,10 +3,10 @@ package train
 import "github.com/triage-agent/triage/policy"
 
 // stretches is the factor each class's expected costs are taken at by an
-// adaptiveQueue during one pop (policy.TaskStretch of the node's slowdown
-// and the class's own), read from the executor's slowdowns once per class
-// a pop meets and cached by class, so a plan over hundreds of tasks reads
-// the windows a few times rather than once a task.
+// adaptiveQueue during one pop (policy.TaskStretch: the node's slowdown
+// times the class's pace against it), read from the executor's slowdowns
+// once per class a pop meets and cached by class, so a plan over hundreds
+// of tasks reads the windows a few times rather than once a task.
 type stretches struct {
 	from *policy.Slowdowns // nil: none known, every stretch 1
 	node float64           // the node's slowdown at this pop
@@ -41,7 +41,7 @@ func (s *stretches) of(c int) float64 {
 func (s *stretches) read(c int) float64 {
 	st := 1.0
 	if s.from != nil {
-		st = policy.TaskStretch(s.node, s.from.ClassValue(c))
+		st = policy.TaskStretch(s.node, s.from.ClassPace(c))
 	}
 	if uint(c) < policy.MaxSlowdownClasses {
 		s.by[c] = st
