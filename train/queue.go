@@ -26,7 +26,7 @@ type queue interface {
 // newQueue is the queue for p on a node of workers workers: key order for
 // the whole-queue disciplines, the full contract for everything else, and
 // for the agent's answers under AdaptiveOrder its adaptive order (with the
-// node's and each class's slowdown).
+// node's slowdown and each class's pace against it).
 func newQueue(p Policy, out *[]Outcome, workers int, slowdowns *policy.Slowdowns) queue {
 	if a, ok := p.(answerOrdered); ok {
 		return newAnswerQueue(out, a.answerOrder(), workers, slowdowns)

@@ -108,20 +108,20 @@ func TestAdaptiveOrderCountsAClassAtItsOwnSlowdown(t *testing.T) {
 	}
 	q := func(sd *policy.Slowdowns) *Queue {
 		return adaptiveQueueWith(4, sd, []int{1, 0},
-			[3]float64{2, 100, 40}, // class 1: 120 ms at its own slowdown, past 100
+			[3]float64{2, 100, 40}, // class 1: about 130 ms at the node's slowdown times its pace, past 100
 			[3]float64{2, 200, 10}, // class 0: in time either way
 		)
 	}
 	if got := drain(q(&sd), 0, 4); !slices.Equal(got, []int{1, 0}) {
 		t.Fatalf("served %v, want [1 0]: the slow class's task late at its own slowdown", got)
 	}
-	// The node's slowdown alone (the class's window too short to believe)
-	// keeps the deadline order.
+	// The node's slowdown alone (the class's pace not yet believed) keeps
+	// the deadline order.
 	var short policy.Slowdowns
 	ranAt(&short, 0, 100, 1)
 	ranAt(&short, 1, policy.MinSlowdownSamples-1, 3)
 	if got := drain(q(&short), 0, 4); !slices.Equal(got, []int{0, 1}) {
-		t.Fatalf("served %v, want [0 1] while the class's slowdown is unknown", got)
+		t.Fatalf("served %v, want [0 1] while the class's pace is unknown", got)
 	}
 }
 

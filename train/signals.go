@@ -53,7 +53,8 @@ type signals struct {
 	waits   policy.WaitWindow
 	// slowdown is how much slower than described the recent tasks ran:
 	// the background reserve's gate (policy.Reserve), as the agent keeps
-	// it, and class by class the adaptive order's stretch.
+	// it, and with each class's pace against it the adaptive order's
+	// stretch.
 	slowdown policy.Slowdowns
 	// slas holds the recent arrivals' SLAs (feature 20), as the agent
 	// holds its decided tasks'.

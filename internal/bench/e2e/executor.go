@@ -158,8 +158,8 @@ type run struct {
 	cond   *sync.Cond
 	queue  *train.Queue // the executor contract; guarded by mu
 	// slowdown is the run's finished tasks' service time over their
-	// expected cost, overall and class by class (the agent's answers'
-	// AdaptiveOrder reads it); guarded by mu.
+	// expected cost, overall and each class's pace against that (the
+	// agent's answers' AdaptiveOrder reads it); guarded by mu.
 	slowdown policy.Slowdowns
 	busy     int // workers serving; guarded by mu
 	closed   bool
@@ -441,7 +441,7 @@ func (r *run) currentHold() policy.Hold {
 
 // finished frees the worker, counts the task's service time (scenario
 // ms; 0 for one the run cut short) against its expected cost in the
-// slowdowns (the node's and its class's), and returns how many workers
+// slowdowns (the node's, and its class's pace), and returns how many workers
 // were busy with it. No other worker needs waking: one finish frees one
 // slot, and the worker that freed it asks next() at once, so it takes
 // whatever may now start, a held-back background task included.
