@@ -7,7 +7,6 @@ package peer
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -44,12 +43,18 @@ type Bpftrace struct {
 }
 
 // StartRunqlat runs bpftrace (from PATH) with RunqlatScript(secs) and
-// returns once its probes are attached; ctx ends it early.
+// returns once its probes are attached, mounting tracefs first where none
+// is (mountTracefs); ctx ends it early.
 func StartRunqlat(ctx context.Context, secs int) (*Bpftrace, error) {
 	if secs < 1 {
 		return nil, fmt.Errorf("bpftrace runqlat for %d s: want at least 1", secs)
 	}
+	if err := mountTracefs(); err != nil {
+		return nil, fmt.Errorf("bpftrace runqlat: %w", err)
+	}
 	cmd := exec.CommandContext(ctx, "bpftrace", "-e", RunqlatScript(secs))
+	var stderr head
+	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -63,8 +68,22 @@ func StartRunqlat(ctx context.Context, secs int) (*Bpftrace, error) {
 			return &Bpftrace{cmd: cmd, out: sc}, nil
 		}
 	}
-	cmd.Wait()
-	return nil, errors.New("bpftrace did not attach")
+	cmd.Wait() // after it, stderr holds what bpftrace wrote
+	return nil, fmt.Errorf("bpftrace did not attach: %s", strings.TrimSpace(string(stderr.b)))
+}
+
+// headBytes is how much of bpftrace's stderr an error quotes.
+const headBytes = 2048
+
+// head keeps the first headBytes written to it and drops the rest, so a
+// chatty bpftrace cannot grow it without bound.
+type head struct{ b []byte }
+
+func (h *head) Write(p []byte) (int, error) {
+	if room := headBytes - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
 }
 
 // Wait reads bpftrace's output until it exits by itself, and returns the

@@ -52,3 +52,17 @@ func TestRunqlatScriptExitsAfterSecs(t *testing.T) {
 		t.Fatal("a 0 s run accepted")
 	}
 }
+
+// What bpftrace writes to stderr is kept up to headBytes, the rest
+// dropped, and every write reports itself whole so the copy never fails.
+func TestHeadKeepsTheFirstBytesOnly(t *testing.T) {
+	var h head
+	for range 3 {
+		if n, err := h.Write(make([]byte, headBytes/2+1)); n != headBytes/2+1 || err != nil {
+			t.Fatalf("Write = %d, %v; want %d, nil", n, err, headBytes/2+1)
+		}
+	}
+	if len(h.b) != headBytes {
+		t.Fatalf("kept %d bytes, want %d", len(h.b), headBytes)
+	}
+}
