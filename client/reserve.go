@@ -66,7 +66,9 @@ func (c *Client) BackgroundHold() (share, shortMs, urgentSLAMs float64, ok bool)
 
 // BackgroundShortMs is the expected cost (ms) up to which a background
 // task may still start while the reserve (BackgroundReserve) holds more
-// than a quarter of the workers, as long as more than a quarter are free:
+// than a quarter of the workers, as long as more than a quarter are free
+// (on a node of eight workers or more, as long as any is; the agent's
+// executors follow policy.Hold.Held):
 // the agent sends the tightest SLA of its recent foreground over the
 // node's slowdown (policy.ShortBackgroundMs), with the reserve it goes
 // with. 0, none, until the agent has sent one, or from an agent from

@@ -28,8 +28,9 @@ func TestShortBackgroundMs(t *testing.T) {
 }
 
 // Without a short limit background work leaves the reserve free, short or
-// long; with one, short work leaves the calm quarter and long work the
-// reserve, but at least one worker of two or more.
+// long; with one, short work leaves the calm quarter (none from
+// ShortUnheldWorkers workers) and long work the reserve, but at least one
+// worker of two or more.
 func TestHoldKeepsAWorkerFromLongBackgroundWork(t *testing.T) {
 	for _, c := range []struct {
 		name              string
@@ -47,6 +48,13 @@ func TestHoldKeepsAWorkerFromLongBackgroundWork(t *testing.T) {
 		{"four workers, contended, a limit", Hold{Share: ContendedReserve, ShortMs: 20}, 4, 2, 1},
 		{"four workers, contended, no limit", Hold{Share: ContendedReserve}, 4, 2, 2},
 		{"a limit that is not a number", Hold{Share: CalmReserve, ShortMs: math.NaN()}, 2, 0, 0},
+		{"six workers, calm, a limit: the quarter", Hold{Share: CalmReserve, ShortMs: 20}, 6, 1, 1},
+		{"seven workers, contended, a limit: the quarter", Hold{Share: ContendedReserve, ShortMs: 20}, 7, 3, 1},
+		{"eight workers, calm, a limit: none for short work", Hold{Share: CalmReserve, ShortMs: 20}, 8, 2, 0},
+		{"eight workers, contended, a limit: none for short work", Hold{Share: ContendedReserve, ShortMs: 20}, 8, 4, 0},
+		{"sixteen workers, calm, a limit: none for short work", Hold{Share: CalmReserve, ShortMs: 20}, 16, 4, 0},
+		{"eight workers, calm, no limit: the reserve for all", Hold{Share: CalmReserve}, 8, 2, 2},
+		{"eight workers, nothing reserved, a limit", Hold{ShortMs: 20}, 8, 1, 0},
 	} {
 		long, short := c.hold.Held(c.workers)
 		if long != c.wantLong || short != c.wantShr {

@@ -179,7 +179,8 @@ type gate struct {
 // than long background work leaves (policy.Hold.Held: the reserve, at
 // least one of two or more workers while a short limit is given); while
 // no more than that is free but more than short background work leaves
-// (the calm quarter), the foreground and, of the background, only the
+// (the calm quarter; none on a node of policy.ShortUnheldWorkers or
+// more), the foreground and, of the background, only the
 // task next in order and only if its expected cost is at most
 // hold.ShortMs (policy.ShortBackgroundMs) or its SLA is urgent
 // (policy.UrgentBackgroundSLAMs); else the foreground and, next in order,

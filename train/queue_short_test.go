@@ -194,3 +194,37 @@ func TestLateBackgroundWorkWaitsForALull(t *testing.T) {
 		}
 	}
 }
+
+// On a node of policy.ShortUnheldWorkers workers or more, short background
+// work may start on the last free worker while long work still leaves the
+// calm quarter; on four workers short work leaves the quarter too.
+func TestShortBackgroundWorkTakesTheLastWorkerOfALargeNode(t *testing.T) {
+	hold := policy.Hold{Share: policy.CalmReserve, ShortMs: 20}
+	tasks := [][3]float64{
+		{0, 200, 15},   // background, short
+		{0, 2000, 250}, // background, long
+	}
+	plain, _ := queueOf(false, tasks...)
+	for name, q := range map[string]*Queue{"the rules' order": plain, "adaptive": adaptiveQueueOf(8, 1, tasks...)} {
+		if got := drainHeld(q, 7, 8, hold); !slices.Equal(got, []int{0}) {
+			t.Fatalf("%s: one of 8 free, served %v, want the short one [0]", name, got)
+		}
+		if got := drainHeld(q, 6, 8, hold); len(got) != 0 {
+			t.Fatalf("%s: two of 8 free, the long task next, served %v, want none (the quarter)", name, got)
+		}
+		if got := drainHeld(q, 5, 8, hold); !slices.Equal(got, []int{1}) {
+			t.Fatalf("%s: three of 8 free, served %v, want the long one [1]", name, got)
+		}
+	}
+	for name, q := range map[string]*Queue{"the rules' order": first(queueOf(false, tasks[0])), "adaptive": adaptiveQueueOf(4, 1, tasks[0])} {
+		if got := drainHeld(q, 3, 4, hold); len(got) != 0 {
+			t.Fatalf("%s: one of 4 free, served %v, want none (the quarter)", name, got)
+		}
+		if got := drainHeld(q, 2, 4, hold); !slices.Equal(got, []int{0}) {
+			t.Fatalf("%s: two of 4 free, served %v, want [0]", name, got)
+		}
+	}
+}
+
+// first is the first of two results.
+func first[A, B any](a A, _ B) A { return a }

@@ -306,8 +306,9 @@ type DecideResponse struct {
 	BackgroundReserve float32 `protobuf:"fixed32,5,opt,name=background_reserve,json=backgroundReserve,proto3" json:"background_reserve,omitempty"`
 	// While background_reserve holds more than the calm quarter, a
 	// background task whose cost_ms is at most this many ms may still start
-	// while more than a quarter of the workers are free: the tightest SLA
-	// among the agent's recent foreground tasks, over the node's slowdown.
+	// while more than a quarter of the workers are free (on a node of eight
+	// workers or more, while any is): the tightest SLA among the agent's
+	// recent foreground tasks, over the node's slowdown.
 	// 0 = none may (or not sent: an agent from before it).
 	// docs/endpoint.md, "The background reserve".
 	BackgroundShortMs float32 `protobuf:"fixed32,6,opt,name=background_short_ms,json=backgroundShortMs,proto3" json:"background_short_ms,omitempty"`
