@@ -37,7 +37,8 @@ func ShortBackgroundMs(tightestSLAMs, slowdown float64) float64 {
 // Hold is what an executor holds back from background work (priority 0):
 // Share of its workers (the reserve, as Reserve and ServedReserve give
 // it), except that a background task expected to cost at most ShortMs
-// (ShortBackgroundMs; 0: none) is held back by the calm quarter alone,
+// (ShortBackgroundMs; 0: none) is held back by the calm quarter alone
+// (by nothing on a node of ShortUnheldWorkers or more: Held),
 // that while ShortMs is given the longer background work leaves at least
 // MinLongHeldWorkers free (Held), and that a background task whose SLA is
 // at most UrgentSLAMs (UrgentBackgroundSLAMs; 0: none) that can still
