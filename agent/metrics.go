@@ -56,7 +56,7 @@ func newMetrics(a *Agent) *metrics {
 		m.decisions[p] = decisions.WithLabelValues(strconv.Itoa(p))
 	}
 	guarded := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "triage_guard_decisions_total",
-		Help: "Decisions the guard's controller made instead of the model, by reason (disagree: the model's ensemble members split; out_of_range: a state outside the model's training; kept_urgent: the model sent urgent work the controller admits to the background; slim_margin: the model preferred its priority to the controller's by less than --guard-min-advantage)."}, []string{"reason"})
+		Help: "Decisions the guard's controller made instead of the model, by reason (disagree: the model's ensemble members split; out_of_range: a state outside the model's training; kept_urgent: the model sent to the background urgent work the controller admits and that can still meet its SLA; slim_margin: the model preferred its priority to the controller's by less than --guard-min-advantage)."}, []string{"reason"})
 	for r := guard.Network + 1; r < guard.NumReasons; r++ {
 		m.guarded[r] = guarded.WithLabelValues(r.String())
 	}

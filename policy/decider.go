@@ -12,14 +12,20 @@ type Decision struct {
 	// model was trained on (Metadata.Ranges, by more than RangeTolerance):
 	// the network's answer there is an extrapolation.
 	OutOfRange bool
+	// MissesSLA is set when the task cannot meet its SLA even at the top
+	// priority (State.MissesSLAAtTop): the guard then lets the network send
+	// urgent work to the background (guard.Config.KeepUrgentMs).
+	MissesSLA bool
 }
 
 // settle fills in what follows from d.Q, the members' Q-values (member-major,
-// k members) and the state: the priority, the agreement and the range flag.
+// k members) and the state: the priority, the agreement, the range flag and
+// whether the task can still meet its SLA.
 func (d *Decision) settle(members []float32, k int, ranges *FeatureRanges, s *State) {
 	d.Priority = Argmax(&d.Q)
 	d.Agreement = agreement(members, k, d.Priority)
 	d.OutOfRange = ranges.Outside(s) >= 0
+	d.MissesSLA = s.MissesSLAAtTop()
 }
 
 // Decider is what the agent and the evaluator call: a batch of states in, one

@@ -86,7 +86,7 @@ func agentFlags(cfg *agent.Config) (*flag.FlagSet, func() error) {
 	fs.StringVar(&cfg.Guard, "guard", agent.DefaultGuard, "controller that decides the tasks the model is unsure of ("+strings.Join(control.GuardNames, ", ")+"), or none")
 	fs.Float64Var(&minAgreement, "guard-min-agreement", guard.DefaultMinAgreement, "share of the model's ensemble members that must choose its priority, else the guard decides (0: never guard on agreement)")
 	fs.BoolVar(&guardRange, "guard-out-of-range", true, "the guard decides tasks whose state lies outside the feature ranges of the model's training")
-	fs.Float64Var(&keepUrgent, "guard-keep-urgent-ms", guard.DefaultKeepUrgentMs, "the model never sends to the background a task whose SLA is under this while the guard's controller admits it (0: off)")
+	fs.Float64Var(&keepUrgent, "guard-keep-urgent-ms", guard.DefaultKeepUrgentMs, "the model never sends to the background a task whose SLA is under this while the guard's controller admits it and it can still meet its SLA (0: off)")
 	fs.Float64Var(&minAdvantage, "guard-min-advantage", guard.DefaultMinAdvantage, "the model's priority stands only where its mean Q-value beats the guard controller's level by at least this much, else the controller's level (0: off)")
 	fs.BoolVar(&cfg.NoEBPF, "no-ebpf", false, "use no eBPF probe: node signals from procfs only")
 	fs.StringVar(&ablate, "ablate", "", "kernel: serve the policy with every kernel feature at its neutral value, to measure what reading the kernel is worth (not for production)")

@@ -81,7 +81,12 @@ type Config struct {
 	// network's choice there can rest on little, and on a contended node
 	// its kernel features once tipped it to the background for a 20 ms task
 	// (cmd/triage.TestDecideKeepsUrgentWorkOutOfTheBackgroundOnAContendedNode).
-	// A controller that sheds the task itself still may. 0: off.
+	// Only while the task can still meet its SLA: where it cannot even at
+	// the top priority (policy.Decision.MissesSLA), the network's level
+	// stands, since holding a worker for it then takes one from the tasks
+	// that still can (in a deep overload the guard's controller admits
+	// every urgent task, and kept every one at the top). A controller that
+	// sheds the task itself still may. 0: off.
 	KeepUrgentMs float64
 	// MinAdvantage: the network's sure decision stands only where its mean
 	// Q-value beats that of the controller's level by at least this much
@@ -110,7 +115,14 @@ func DefaultConfig() Config {
 // keepsUrgent says whether the network's sure decision d on t yields to
 // the controller's level for it.
 func (g *Guard) keepsUrgent(t *control.Task, d *policy.Decision, controllerLevel int) bool {
-	return d.Priority == 0 && controllerLevel > 0 && g.urgent(t)
+	return controllerLevel > 0 && g.urgentInBackground(t, d)
+}
+
+// urgentInBackground says whether d sends to the background urgent work t
+// that can still meet its SLA: what KeepUrgentMs forbids, if the
+// controller admits t.
+func (g *Guard) urgentInBackground(t *control.Task, d *policy.Decision) bool {
+	return d.Priority == 0 && g.urgent(t) && !d.MissesSLA
 }
 
 // overrules says whether the controller's level stands over the

@@ -157,32 +157,37 @@ func TestReasonNames(t *testing.T) {
 }
 
 // The network, sure of itself, may not send to the background an urgent
-// task the controller admits; a task above KeepUrgentMs, or any task when
-// it is off, keeps the network's 0. Preview answers the same.
+// task the controller admits while it can still meet its SLA; a task above
+// KeepUrgentMs, one that misses its SLA even at the top priority, or any
+// task when the rule is off, keeps the network's 0. Preview answers the
+// same.
 func TestGuardKeepsUrgentWorkOutOfTheBackground(t *testing.T) {
 	background := policy.Decision{Priority: 0, Agreement: 1}
+	hopeless := policy.Decision{Priority: 0, Agreement: 1, MissesSLA: true}
 	urgent := func(at float64) *control.Task { return &control.Task{ArrivalMs: at, SLAMs: 20, ExpectedMs: 2} }
 	noKeep := DefaultConfig()
 	noKeep.KeepUrgentMs = 0
 	for _, c := range []struct {
 		name      string
 		cfg       Config
+		d         *policy.Decision
 		want      Reason
 		wantLevel int
 	}{
-		{"kept", DefaultConfig(), KeptUrgent, 4},
-		{"off", noKeep, Network, 0},
-		{"not urgent enough", Config{MinAgreement: 0.6, KeepUrgentMs: 20}, Network, 0},
+		{"kept", DefaultConfig(), &background, KeptUrgent, 4},
+		{"off", noKeep, &background, Network, 0},
+		{"not urgent enough", Config{MinAgreement: 0.6, KeepUrgentMs: 20}, &background, Network, 0},
+		{"misses its SLA at the top", DefaultConfig(), &hopeless, Network, 0},
 	} {
 		g, err := New(tightGradient2(), c.cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		level, why, ok := g.Preview(urgent(50), &background)
+		level, why, ok := g.Preview(urgent(50), c.d)
 		if !ok || why != c.want || level != c.wantLevel {
 			t.Errorf("%s: preview level %d reason %s ok %v, want level %d reason %s", c.name, level, why, ok, c.wantLevel, c.want)
 		}
-		level, why = g.Decide(urgent(50), &background)
+		level, why = g.Decide(urgent(50), c.d)
 		if why != c.want || level != c.wantLevel {
 			t.Errorf("%s: level %d reason %s, want level %d reason %s", c.name, level, why, c.wantLevel, c.want)
 		}

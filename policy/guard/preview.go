@@ -20,7 +20,7 @@ func (g *Guard) CanPreview() bool {
 func (g *Guard) Preview(t *control.Task, d *policy.Decision) (level int, why Reason, ok bool) {
 	why = g.Unsure(d)
 	sure := why == Network
-	if sure && g.cfg.MinAdvantage <= 0 && !(d.Priority == 0 && g.urgent(t)) {
+	if sure && g.cfg.MinAdvantage <= 0 && !g.urgentInBackground(t, d) {
 		return d.Priority, Network, true // no rule could overrule it
 	}
 	p, can := g.c.(control.Previewer)
