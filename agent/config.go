@@ -204,8 +204,8 @@ type Config struct {
 	GuardIgnoreRange bool
 	// GuardKeepUrgentMs: a task whose SLA is under it is never sent to the
 	// background by the model while the guard's controller admits it and
-	// it can still meet its SLA (guard.Config.KeepUrgentMs). 0 means guard.DefaultKeepUrgentMs; a
-	// negative value turns the rule off.
+	// it can still meet its SLA (guard.Config.KeepUrgentMs). 0 means
+	// guard.DefaultKeepUrgentMs; a negative value turns the rule off.
 	GuardKeepUrgentMs float64
 	// GuardMinAdvantage: the model's priority stands only where its mean
 	// Q-value beats that of the controller's level by at least this much

@@ -6,8 +6,9 @@ import "math"
 // at the top priority: its expected cost plus the expected work already in
 // flight at priority 4, per worker, exceed its SLA (FeatCostOverSLA +
 // FeatBacklogTop > 1, unsquashed). The backlog is what a task at the top
-// level waits behind when the executor serves that level in order, so this
-// is the most hopeful wait the task can have short of jumping the level.
+// level waits behind when the executor serves that level in order (the
+// running tasks counted at their whole cost), the level the guard's
+// controller gives urgent work.
 // A state whose SLA or backlog is unknown (the features' neutral 0) never
 // misses: without an SLA nothing can be said of meeting it.
 //
