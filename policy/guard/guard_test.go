@@ -199,6 +199,42 @@ func TestGuardKeepsUrgentWorkOutOfTheBackground(t *testing.T) {
 	}
 }
 
+// Where the members disagree, their mean's 0 for urgent work that misses
+// its SLA even at the top stands against the controller's lift, which
+// lifts it for being urgent; a disputed 0 for urgent work that can still
+// meet its SLA, or for hopeless work that is not urgent, stays the
+// controller's. Preview answers the same.
+func TestGuardLetsDisputedHopelessUrgentWorkStayInTheBackground(t *testing.T) {
+	disputed := func(misses bool) *policy.Decision {
+		return &policy.Decision{Priority: 0, Agreement: 0.34, MissesSLA: misses}
+	}
+	urgent := &control.Task{ArrivalMs: 50, SLAMs: 20, ExpectedMs: 2}
+	notUrgent := &control.Task{ArrivalMs: 50, SLAMs: 1000, ExpectedMs: 2}
+	for _, c := range []struct {
+		name      string
+		t         *control.Task
+		d         *policy.Decision
+		want      Reason
+		wantLevel int
+	}{
+		{"urgent, misses its SLA", urgent, disputed(true), Network, 0},
+		{"urgent, can meet its SLA", urgent, disputed(false), Disagree, 4},
+		{"not urgent, misses its SLA", notUrgent, disputed(true), Disagree, 2},
+	} {
+		g, err := New(tightGradient2(), DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		level, why, ok := g.Preview(c.t, c.d)
+		if !ok || why != c.want || level != c.wantLevel {
+			t.Errorf("%s: preview level %d reason %s ok %v, want level %d reason %s", c.name, level, why, ok, c.wantLevel, c.want)
+		}
+		if level, why = g.Decide(c.t, c.d); why != c.want || level != c.wantLevel {
+			t.Errorf("%s: level %d reason %s, want level %d reason %s", c.name, level, why, c.wantLevel, c.want)
+		}
+	}
+}
+
 func TestGuardRefusesABadUrgentThreshold(t *testing.T) {
 	for _, ms := range []float64{-1, math.NaN(), math.Inf(1)} {
 		if _, err := New(tightGradient2(), Config{KeepUrgentMs: ms}); !errors.Is(err, ErrBadConfig) {

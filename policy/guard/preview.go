@@ -18,7 +18,7 @@ func (g *Guard) CanPreview() bool {
 // when the controller cannot preview (CanPreview); the network's own
 // priority is then returned only where it is sure.
 func (g *Guard) Preview(t *control.Task, d *policy.Decision) (level int, why Reason, ok bool) {
-	why = g.Unsure(d)
+	why = g.unsureOf(t, d)
 	sure := why == Network
 	if sure && g.cfg.MinAdvantage <= 0 && !g.urgentInBackground(t, d) {
 		return d.Priority, Network, true // no rule could overrule it
