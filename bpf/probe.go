@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
+	"github.com/triage-agent/triage/bpf/tracefs"
 )
 
 var memlockOnce sync.Once
@@ -154,7 +155,7 @@ func loadTier(name string, load func() (*ebpf.CollectionSpec, error), hooks []ho
 	}
 	pruneSpec(spec, keep)
 	if t == TierTracepoint {
-		if err := mountTracefs(); err != nil {
+		if err := tracefs.Mount(); err != nil {
 			return nil, err
 		}
 	}

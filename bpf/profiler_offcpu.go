@@ -6,6 +6,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/triage-agent/triage/bpf/tracefs"
 )
 
 // attachOffCPU loads and attaches the sched_switch program, trying tp_btf
@@ -25,7 +26,7 @@ func (p *Profiler) attachOffCPU() error {
 			return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_switch", Program: pr})
 		}},
 		{"tracepoint", profilerOffcpuProgOffcpuSwitchTp, func(pr *ebpf.Program) (link.Link, error) {
-			if err := mountTracefs(); err != nil {
+			if err := tracefs.Mount(); err != nil {
 				return nil, err
 			}
 			return link.Tracepoint("sched", "sched_switch", pr, nil)

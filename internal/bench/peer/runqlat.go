@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/triage-agent/triage/bpf/tracefs"
 )
 
 // RunqlatScript is bpftrace's runqlat tool (tools/runqlat.bt) reduced to
@@ -44,12 +46,12 @@ type Bpftrace struct {
 
 // StartRunqlat runs bpftrace (from PATH) with RunqlatScript(secs) and
 // returns once its probes are attached, mounting tracefs first where none
-// is (mountTracefs); ctx ends it early.
+// is (tracefs.Mount); ctx ends it early.
 func StartRunqlat(ctx context.Context, secs int) (*Bpftrace, error) {
 	if secs < 1 {
 		return nil, fmt.Errorf("bpftrace runqlat for %d s: want at least 1", secs)
 	}
-	if err := mountTracefs(); err != nil {
+	if err := tracefs.Mount(); err != nil {
 		return nil, fmt.Errorf("bpftrace runqlat: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, "bpftrace", "-e", RunqlatScript(secs))
